@@ -1,0 +1,50 @@
+# Quick start:  make course  (set up, run every notebook, draw the figures)
+#               make test    (the whole test suite, notebooks included)
+#               make lab     (JupyterLab on notebooks/)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+# Offline by design: nothing downloads weights or data while the course or the tests run.
+export HF_HUB_OFFLINE := 1
+export HF_DATASETS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export MPLBACKEND := Agg
+export MINIBERT_CACHE ?= $(CURDIR)/.cache/minibert
+
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
+
+.PHONY: install test course lab figures benchmark clean
+
+install: $(STAMP)
+
+# torch==2.13.0 first and on its own: that pin takes the CPU wheel kept on disk. A bare `torch`
+# (or a range admitting a newer release) would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml requirements.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests $(NOTEBOOKS) --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=300 --durations=15
+
+course: $(STAMP) figures
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
+		--ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+figures: $(STAMP)
+	$(BIN)/python -m minibert.figures figures/
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/train_step.py
+
+clean:
+	rm -rf build .cache .pytest_cache

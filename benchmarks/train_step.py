@@ -1,0 +1,155 @@
+"""Time one BertForPreTraining training step of minibert against transformers' on the same weights.
+
+    python benchmarks/train_step.py                 # vocab 8000 and 30522, fp32
+    python benchmarks/train_step.py --bf16          # the same under bf16 autocast
+    python benchmarks/train_step.py --vocab 8000 --steps 10
+
+Both models get the same config (4 layers, hidden 256, 4 heads, FFN 1024), the same weights and the
+same batch (32 x 128 tokens, 15% masked, NSP labels). Steps alternate between the two so that the
+noise of a shared machine hits both alike; the ratio of medians is the figure to read. Peak memory
+is measured in a fresh process per model. Not a test: a script that prints figures.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+import minibert  # noqa: E402
+
+SHAPE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+BATCH, LENGTH, MASKED = 32, 128, 0.15
+
+
+def make_models(vocab):
+    torch.manual_seed(0)
+    theirs = transformers.BertForPreTraining(transformers.BertConfig(vocab_size=vocab, **SHAPE))
+    ours = minibert.BertForPreTraining(minibert.BertConfig(vocab_size=vocab, **SHAPE))
+    missing, unexpected = ours.load_state_dict(theirs.state_dict(), strict=False)
+    assert not [k for k in missing if k != "cls.predictions.decoder.weight"] and not [
+        k for k in unexpected if "decoder.bias" not in k], (missing, unexpected)
+    return ours, theirs
+
+
+def make_batch(vocab):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab, (BATCH, LENGTH), generator=g)
+    token_type_ids = torch.zeros_like(ids)
+    token_type_ids[:, LENGTH // 2:] = 1
+    chosen = torch.rand(ids.shape, generator=g) < MASKED
+    labels = torch.where(chosen, ids, -100)
+    ids = ids.masked_fill(chosen, 4)
+    return dict(input_ids=ids, token_type_ids=token_type_ids, attention_mask=torch.ones_like(ids),
+                labels=labels, next_sentence_label=torch.randint(0, 2, (BATCH,), generator=g))
+
+
+def stepper(model, batch, bf16, ours):
+    """One optimizer step, as the trainer does it (minibert: decoder at the masked positions only)."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    extra = dict(masked_only=True) if ours else {}
+
+    def step():
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = model(**batch, **extra).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+    return step
+
+
+def matmul_peak(n=2048, reps=5):
+    """GFLOP/s of a large fp32 matmul: the most this machine does at the moment."""
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    a @ b
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        a @ b
+        times.append(time.perf_counter() - t)
+    return 2 * n ** 3 / min(times) / 1e9
+
+
+def step_flops(vocab):
+    """Multiply-adds x 2 x 3 (forward + backward) of minibert's step, decoder at masked tokens only."""
+    C, F, L, T = SHAPE["hidden_size"], SHAPE["intermediate_size"], SHAPE["num_hidden_layers"], BATCH * LENGTH
+    per_token_layer = 4 * C * C + 2 * C * F + 2 * LENGTH * C  # projections, FFN, scores and mix
+    head = MASKED * T * (C * C + C * vocab)
+    return 6 * (L * T * per_token_layer + head + BATCH * C * C)
+
+
+def peak_rss_mb(which, vocab, bf16):
+    """Peak resident memory of a fresh process that builds one model and trains it for 3 steps."""
+    ours = which == "minibert"
+    build = (f"minibert.BertForPreTraining(minibert.BertConfig(vocab_size={vocab}, **b.SHAPE))" if ours else
+             f"transformers.BertForPreTraining(transformers.BertConfig(vocab_size={vocab}, **b.SHAPE))")
+    code = (f"import sys, resource; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r});"
+            f"import train_step as b; from train_step import minibert, transformers; m = {build};"
+            f"s = b.stepper(m, b.make_batch({vocab}), {bf16}, {ours}); [s() for _ in range(3)];"
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def bench(vocab, steps, bf16):
+    ours, theirs = make_models(vocab)
+    batch = make_batch(vocab)
+    ours.eval(), theirs.eval()
+    with torch.no_grad():  # same weights, same batch: the same loss (dropout off)
+        loss_ours, loss_theirs = ours(**batch).loss.item(), theirs(**batch).loss.item()
+    ours.train(), theirs.train()
+    step = {"minibert": stepper(ours, batch, bf16, True), "transformers": stepper(theirs, batch, bf16, False)}
+    times = {k: [] for k in step}
+    for name in step:  # warm-up
+        step[name]()
+    for _ in range(steps):
+        for name in step:  # interleaved
+            t = time.perf_counter()
+            step[name]()
+            times[name].append(time.perf_counter() - t)
+    peak = matmul_peak()
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return dict(vocab=vocab, dtype="bf16" if bf16 else "fp32", loss_minibert=loss_ours, loss_transformers=loss_theirs,
+                step_minibert_s=med["minibert"], step_transformers_s=med["transformers"],
+                speedup=med["transformers"] / med["minibert"], matmul_peak_gflops=peak,
+                share_of_peak=step_flops(vocab) / med["minibert"] / 1e9 / peak,
+                rss_minibert_mb=peak_rss_mb("minibert", vocab, bf16),
+                rss_transformers_mb=peak_rss_mb("transformers", vocab, bf16))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vocab", type=int, nargs="+", default=[8000, 30522])
+    parser.add_argument("--steps", type=int, default=15)
+    parser.add_argument("--bf16", action="store_true", help="run both under bf16 autocast")
+    parser.add_argument("--json", help="also write the rows to this file")
+    args = parser.parse_args()
+    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
+          f"batch {BATCH}x{LENGTH}, {SHAPE}")
+    header = (f"{'vocab':>6} {'dtype':>5} {'minibert s':>10} {'transf. s':>9} {'speedup':>7} "
+              f"{'peak share':>10} {'RSS mini MB':>11} {'RSS tf MB':>9} {'loss mini':>9} {'loss tf':>9}")
+    print(header)
+    rows = []
+    for vocab in args.vocab:
+        r = bench(vocab, args.steps, args.bf16)
+        rows.append(r)
+        print(f"{r['vocab']:>6} {r['dtype']:>5} {r['step_minibert_s']:>10.3f} {r['step_transformers_s']:>9.3f} "
+              f"{r['speedup']:>6.2f}x {r['share_of_peak']:>10.1%} {r['rss_minibert_mb']:>11.0f} "
+              f"{r['rss_transformers_mb']:>9.0f} {r['loss_minibert']:>9.4f} {r['loss_transformers']:>9.4f}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

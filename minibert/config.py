@@ -1,0 +1,99 @@
+"""BertConfig: the hyperparameters of a BERT model, with transformers' field names and defaults.
+
+A `config.json` written by transformers loads here (unknown keys are ignored) and ours loads there.
+"""
+
+import dataclasses
+import json
+import os
+from dataclasses import dataclass
+
+ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish")
+
+
+@dataclass
+class BertConfig:
+    vocab_size: int = 30522  # WordPiece vocabulary (bert-base-uncased has 30522)
+    hidden_size: int = 768  # width of every token vector
+    num_hidden_layers: int = 12  # number of transformer blocks
+    num_attention_heads: int = 12  # heads per block; hidden_size must divide evenly
+    intermediate_size: int = 3072  # width of the feed-forward layer, usually 4 * hidden_size
+    hidden_act: str = "gelu"  # activation of the feed-forward layer and of the MLM head
+    hidden_dropout_prob: float = 0.1  # dropout on embeddings and after each sub-layer
+    attention_probs_dropout_prob: float = 0.1  # dropout on the attention weights
+    max_position_embeddings: int = 512  # longest sequence the position table covers
+    type_vocab_size: int = 2  # segment ids: 0 for sentence A, 1 for sentence B
+    initializer_range: float = 0.02  # std of the normal init of weights
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    is_decoder: bool = False  # causal self-attention (set by BertForCausalLM)
+    add_cross_attention: bool = False  # decoder blocks also attend to encoder_hidden_states
+    tie_word_embeddings: bool = True  # the MLM decoder reuses the input embedding matrix
+    num_labels: int = 2  # classes of BertForSequenceClassification
+    classifier_dropout: float | None = None  # None: use hidden_dropout_prob
+    use_cache: bool = True  # decoders return past_key_values by default
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of "
+                             f"num_attention_heads ({self.num_attention_heads})")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {ACTIVATIONS}")
+        if self.add_cross_attention and not self.is_decoder:
+            raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
+
+    # ---- presets sized for this course (the shapes of Google's small BERTs) ----
+    @classmethod
+    def tiny(cls, **overrides):
+        """2 layers, width 128: trains in seconds; used by tests and quick notebook cells."""
+        return cls(**{**dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                             intermediate_size=512), **overrides})
+
+    @classmethod
+    def mini(cls, **overrides):
+        """4 layers, width 256: the course's default for minutes-long CPU runs."""
+        return cls(**{**dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                             intermediate_size=1024), **overrides})
+
+    @classmethod
+    def small(cls, **overrides):
+        """4 layers, width 512: for a longer CPU run or a GPU."""
+        return cls(**{**dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                             intermediate_size=2048), **overrides})
+
+    @classmethod
+    def base(cls, **overrides):
+        """bert-base: 12 layers, width 768 (110M parameters with a 30522 vocabulary)."""
+        return cls(**overrides)
+
+    @classmethod
+    def preset(cls, name, **overrides):
+        if name not in PRESETS:
+            raise ValueError(f"unknown preset {name!r}; choose one of {PRESETS}")
+        return getattr(cls, name)(**overrides)
+
+    # ---- json, in the layout of transformers' config.json ----
+    @classmethod
+    def from_dict(cls, d, **overrides):
+        known = {f.name for f in dataclasses.fields(cls)}
+        if "id2label" in d and "num_labels" not in d:  # transformers stores the classes as a label map
+            d = {**d, "num_labels": len(d["id2label"])}
+        return cls(**{k: v for k, v in {**d, **overrides}.items() if k in known})
+
+    @classmethod
+    def from_json_file(cls, path, **overrides):
+        with open(path) as f:
+            return cls.from_dict(json.load(f), **overrides)
+
+    def to_dict(self):
+        return {"model_type": "bert", **dataclasses.asdict(self)}
+
+    def save(self, folder, architecture):
+        d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}
+        with open(os.path.join(folder, "config.json"), "w") as f:
+            json.dump(d, f, indent=2, sort_keys=True)
+
+
+PRESETS = ("tiny", "mini", "small", "base")

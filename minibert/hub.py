@@ -1,0 +1,133 @@
+"""Checkpoint files in transformers' format: a folder with config.json and model.safetensors.
+
+Writes are all-or-nothing: everything goes into a temporary folder beside the target, which then
+replaces it in one rename, so a crash never leaves half a checkpoint behind.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+import warnings
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from .config import BertConfig
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # old checkpoints store these
+
+
+@contextlib.contextmanager
+def atomic_folder(path):
+    """Yield a temporary folder to fill; on success it replaces `path` whole. Files of an existing
+    `path` that were not rewritten (a tokenizer, say) are carried over, old weights are not."""
+    path = os.path.abspath(path)
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    try:
+        yield tmp
+        if os.path.isdir(path):
+            for name in os.listdir(path):
+                if name in WEIGHT_FILES or os.path.exists(os.path.join(tmp, name)):
+                    continue
+                src, dst = os.path.join(path, name), os.path.join(tmp, name)
+                shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy2(src, dst)
+            old = tmp + ".old"
+            os.rename(path, old)
+            os.rename(tmp, path)
+            shutil.rmtree(old)
+        else:
+            os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_weights(model, folder):
+    state = model.state_dict()
+    if model.config.tie_word_embeddings:
+        state.pop("cls.predictions.decoder.weight", None)  # the embedding matrix, stored once
+    elif "cls.predictions.bias" in state:  # untied, transformers reads the bias under the decoder's name
+        state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
+    state = {k: v.detach().contiguous().cpu() for k, v in state.items()}
+    save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    model.config.save(folder, model.hf_architecture)
+
+
+def save_pretrained(model, path):
+    with atomic_folder(path) as tmp:
+        write_weights(model, tmp)
+
+
+def read_config(path, **overrides):
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no checkpoint folder at {path!r}")
+    config_file = os.path.join(path, "config.json")
+    if not os.path.isfile(config_file):
+        raise ValueError(f"{path!r} has no config.json: it is not a transformers/minibert checkpoint folder")
+    with open(config_file) as f:
+        raw = json.load(f)
+    if raw.get("model_type", "bert") != "bert":
+        raise ValueError(f"{path!r} holds a {raw['model_type']!r} model, not BERT")
+    return BertConfig.from_dict(raw, **overrides)
+
+
+def read_state_dict(path):
+    safetensors_file, bin_file = (os.path.join(path, name) for name in WEIGHT_FILES)
+    if os.path.isfile(safetensors_file):
+        state = load_file(safetensors_file)
+    elif os.path.isfile(bin_file):
+        state = torch.load(bin_file, map_location="cpu", weights_only=True)
+    else:
+        raise ValueError(f"{path!r} has a config.json but no weights ({' or '.join(WEIGHT_FILES)})")
+    renamed = {}
+    for k, v in state.items():  # TF-era names: LayerNorm.gamma/beta
+        k = k.replace("LayerNorm.gamma", "LayerNorm.weight").replace("LayerNorm.beta", "LayerNorm.bias")
+        renamed[k] = v
+    return renamed
+
+
+def match_keys(state, model):
+    """Map checkpoint keys onto the model's: add or strip the `bert.` prefix (a bare encoder loads into
+    a model with heads and back), drop buffers, and take the MLM bias from the decoder when it is there."""
+    wanted = model.state_dict().keys()
+    has_prefix = any(k.startswith("bert.") for k in state)
+    wants_prefix = any(k.startswith("bert.") for k in wanted)
+    out = {}
+    for k, v in state.items():
+        if has_prefix and not wants_prefix:
+            if not k.startswith("bert."):
+                continue  # a head the bare encoder does not have
+            k = k[len("bert."):]
+        elif wants_prefix and not has_prefix:
+            k = "bert." + k
+        if k.removeprefix("bert.") in BUFFERS:
+            continue
+        out[k] = v
+    if "cls.predictions.decoder.bias" in out:  # the bias transformers' decoder actually adds
+        out["cls.predictions.bias"] = out.pop("cls.predictions.decoder.bias")
+    return out
+
+
+def load_pretrained(cls, path, **config_overrides):
+    config = read_config(path, **config_overrides)
+    model = cls(config)
+    state = match_keys(read_state_dict(path), model)
+    expected = model.state_dict()
+    wrong = [f"{k}: checkpoint {tuple(v.shape)}, model {tuple(expected[k].shape)}"
+             for k, v in state.items() if k in expected and v.shape != expected[k].shape]
+    if wrong:
+        raise ValueError(f"the checkpoint in {path!r} does not fit this config: " + "; ".join(wrong[:3]))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    if model.config.tie_word_embeddings and "cls.predictions.decoder.weight" in missing:
+        missing.remove("cls.predictions.decoder.weight")  # tied to the embeddings just loaded
+    if missing:
+        warnings.warn(f"{cls.__name__}: {len(missing)} weights are not in {path!r} and were freshly "
+                      f"initialized: {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}. "
+                      "Train the model before trusting its outputs.", stacklevel=3)
+    model.loading_info = {"missing_keys": missing, "unexpected_keys": unexpected}
+    return model.eval()

@@ -1,0 +1,349 @@
+"""The BERT encoder, one class per box of the paper's figure, with transformers' module names.
+
+Embeddings -> N x BertLayer (attention, add & norm, feed-forward, add & norm) -> pooler.
+The same blocks run as a decoder (causal self-attention, optional cross-attention, a key/value
+cache) for BertForCausalLM. Task heads live in heads.py; checkpoint files in hub.py.
+
+Left out on purpose: TensorFlow loading, head pruning, gradient checkpointing, tuple outputs.
+"""
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import BertConfig
+
+ACT2FN = {
+    "gelu": F.gelu,  # the exact erf form, as in the original BERT
+    "gelu_new": partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+}
+
+
+@dataclass
+class ModelOutput:
+    """What every model returns; a field a model does not produce stays None."""
+    loss: torch.Tensor | None = None
+    logits: torch.Tensor | None = None
+    prediction_logits: torch.Tensor | None = None  # BertForPreTraining: MLM logits
+    seq_relationship_logits: torch.Tensor | None = None  # BertForPreTraining: NSP logits
+    mlm_loss: torch.Tensor | None = None
+    nsp_loss: torch.Tensor | None = None
+    last_hidden_state: torch.Tensor | None = None
+    pooler_output: torch.Tensor | None = None
+    past_key_values: tuple | None = None
+    hidden_states: tuple | None = None
+    attentions: tuple | None = None
+    cross_attentions: tuple | None = None
+
+    def __getitem__(self, key):
+        return getattr(self, key)
+
+
+class BertEmbeddings(nn.Module):
+    """token + position + segment embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None, past_length=0):
+        x = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, C)
+        T = x.shape[1]
+        if position_ids is None:
+            position_ids = torch.arange(past_length, past_length + T, device=x.device)[None]  # (1, T)
+        x = x + self.position_embeddings(position_ids)
+        if token_type_ids is None:
+            x = x + self.token_type_embeddings.weight[0]  # every token in segment 0
+        else:
+            x = x + self.token_type_embeddings(token_type_ids)
+        return self.dropout(self.LayerNorm(x))
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over num_attention_heads heads.
+
+    Keys and values come from the same sequence (self-attention) or, for cross-attention, from the
+    encoder's output. `cache` holds the keys and values of earlier decoding steps.
+    """
+
+    def __init__(self, config, is_cross_attention=False):
+        super().__init__()
+        self.n_head = config.num_attention_heads
+        self.head_size = config.hidden_size // config.num_attention_heads
+        self.is_cross_attention = is_cross_attention
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
+        B, T, _ = x.shape
+        return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
+
+    def forward(self, x, bias=None, is_causal=False, context=None, cache=None, output_attentions=False):
+        q = self.split_heads(self.query(x))  # (B, nh, T, hs)
+        if self.is_cross_attention and cache is not None:
+            k, v = cache  # the encoder output does not change between decoding steps
+        else:
+            source = context if self.is_cross_attention else x
+            k, v = self.split_heads(self.key(source)), self.split_heads(self.value(source))  # (B, nh, S, hs)
+            if cache is not None:
+                k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
+        if bias is not None:
+            bias = bias.to(q.dtype)
+        p_drop = self.dropout.p if self.training else 0.0
+        if output_attentions:  # spelled out, because SDPA does not return the weights
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_size)  # (B, nh, T, S)
+            if bias is not None:
+                scores = scores + bias
+            probs = scores.softmax(dim=-1)
+            y = self.dropout(probs) @ v  # (B, nh, T, hs)
+        else:
+            probs = None
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop, is_causal=is_causal)
+        B, _, T, _ = y.shape
+        y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
+        return y, probs, (k, v)
+
+
+class ResidualNorm(nn.Module):
+    """dense -> dropout -> add the sub-layer's input -> LayerNorm ("Add & Norm" in the paper).
+
+    transformers calls it BertSelfOutput after attention and BertOutput after the feed-forward layer.
+    """
+
+    def __init__(self, config, in_features):
+        super().__init__()
+        self.dense = nn.Linear(in_features, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, x, residual):
+        return self.LayerNorm(self.dropout(self.dense(x)) + residual)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config, is_cross_attention=False):
+        super().__init__()
+        self.self = MultiHeadAttention(config, is_cross_attention)
+        self.output = ResidualNorm(config, config.hidden_size)
+
+    def forward(self, x, **kwargs):
+        y, probs, kv = self.self(x, **kwargs)
+        return self.output(y, x), probs, kv
+
+
+class BertIntermediate(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACT2FN[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(self.dense(x))
+
+
+class BertLayer(nn.Module):
+    """One transformer block: attention, (cross-attention), feed-forward; each followed by Add & Norm."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.attention = BertAttention(config)
+        if config.add_cross_attention:
+            self.crossattention = BertAttention(config, is_cross_attention=True)
+        self.intermediate = BertIntermediate(config)
+        self.output = ResidualNorm(config, config.intermediate_size)
+
+    def forward(self, x, bias, is_causal, encoder_hidden_states, encoder_bias, cache, output_attentions):
+        self_cache, cross_cache = (cache[:2], cache[2:]) if cache is not None else (None, None)
+        x, att, kv = self.attention(x, bias=bias, is_causal=is_causal, cache=self_cache,
+                                    output_attentions=output_attentions)
+        cross_att = None
+        if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
+            x, cross_att, cross_kv = self.crossattention(x, bias=encoder_bias, context=encoder_hidden_states,
+                                                         cache=cross_cache or None,
+                                                         output_attentions=output_attentions)
+            kv = kv + cross_kv
+        x = self.output(self.intermediate(x), x)
+        return x, att, cross_att, kv
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+
+
+class BertPooler(nn.Module):
+    """The sentence vector: the [CLS] position through dense + tanh (what the NSP head reads)."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, hidden_states):
+        return torch.tanh(self.dense(hidden_states[:, 0]))  # (B, C)
+
+
+def attention_bias(attention_mask, q_len, k_len, causal, dtype):
+    """Additive attention bias, (B|1, 1, q_len, k_len): 0 where a query may look, a large negative
+    number where it may not (padding, and for a decoder the future). None when nothing is hidden."""
+    keep = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # (B, 1, 1, S)
+    if causal and q_len > 1:
+        device = attention_mask.device if attention_mask is not None else None
+        future = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)
+        keep = future if keep is None else keep & future
+    if keep is None:
+        return None
+    return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def check_ids(name, ids, upper, what):
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}; use .long()")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= upper):
+        bad = int(ids.max()) if int(ids.max()) >= upper else int(ids.min())
+        raise ValueError(f"{name} contains {bad}, outside 0..{upper - 1} ({what})")
+
+
+def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length):
+    """Turn the mistakes users make into a sentence instead of an IndexError deep inside torch."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
+                             "for one sequence use input_ids[None]")
+        check_ids("input_ids", input_ids, config.vocab_size,
+                  f"vocab_size={config.vocab_size}: was the model built for another tokenizer?")
+        shape = tuple(input_ids.shape)
+    else:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(f"inputs_embeds must have shape (batch, seq_len, {config.hidden_size}), "
+                             f"got {tuple(inputs_embeds.shape)}")
+        shape = tuple(inputs_embeds.shape[:2])
+    if past_length + shape[1] > config.max_position_embeddings:
+        raise ValueError(f"sequence of {past_length + shape[1]} tokens is longer than "
+                         f"max_position_embeddings={config.max_position_embeddings}; truncate it")
+    if attention_mask is not None and tuple(attention_mask.shape) != (shape[0], past_length + shape[1]):
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape "
+                         f"{shape}" + (f" after {past_length} cached tokens" if past_length else ""))
+    if token_type_ids is not None:
+        if tuple(token_type_ids.shape) != shape:
+            raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)}, input has shape {shape}")
+        check_ids("token_type_ids", token_type_ids, config.type_vocab_size,
+                  f"type_vocab_size={config.type_vocab_size} segments")
+    if position_ids is not None:
+        check_ids("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
+
+
+class BertPreTrainedModel(nn.Module):
+    """Shared by every model: weight init and transformers-format checkpoints."""
+    hf_architecture = None  # the transformers class that reads our checkpoints
+
+    def __init__(self, config):
+        super().__init__()
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"config must be a minibert.BertConfig, got {type(config).__name__}")
+        self.config = config
+
+    def init_weights(self):
+        std = self.config.initializer_range
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, std=std)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, std=std)
+                if m.padding_idx is not None:
+                    nn.init.zeros_(m.weight[m.padding_idx])
+            elif isinstance(m, nn.LayerNorm):
+                nn.init.ones_(m.weight)
+                nn.init.zeros_(m.bias)
+
+    @property
+    def device(self):
+        return next(self.parameters()).device
+
+    def num_parameters(self):
+        return sum(p.numel() for p in self.parameters())  # tied weights are counted once
+
+    @classmethod
+    def from_pretrained(cls, path, **config_overrides):
+        """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin)."""
+        from .hub import load_pretrained
+        return load_pretrained(cls, path, **config_overrides)
+
+    def save_pretrained(self, path):
+        """Write config.json + model.safetensors that transformers' matching class loads as is."""
+        from .hub import save_pretrained
+        save_pretrained(self, path)
+
+
+class BertModel(BertPreTrainedModel):
+    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out."""
+    hf_architecture = "BertModel"
+
+    def __init__(self, config, add_pooling_layer=True):
+        super().__init__(config)
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.init_weights()
+
+    def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
+                inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None,
+                past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False):
+        cfg = self.config
+        past_length = past_key_values[0][0].shape[2] if past_key_values else 0
+        check_inputs(cfg, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length)
+        if past_key_values is not None and not cfg.is_decoder:
+            raise ValueError("past_key_values is for decoders (config.is_decoder=True); an encoder sees everything")
+        use_cache = cfg.is_decoder and (cfg.use_cache if use_cache is None else use_cache)
+
+        x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
+        T = x.shape[1]
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None  # nothing is padded: let SDPA take its fastest path
+        # a decoder without padding or cache can use SDPA's built-in causal mask
+        is_causal = cfg.is_decoder and attention_mask is None and past_length == 0 and not output_attentions
+        bias = None if is_causal else attention_bias(attention_mask, T, past_length + T, cfg.is_decoder, x.dtype)
+        encoder_bias = None
+        if encoder_attention_mask is not None:
+            encoder_bias = attention_bias(encoder_attention_mask, T, encoder_attention_mask.shape[1], False, x.dtype)
+
+        hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
+        for i, layer in enumerate(self.encoder.layer):
+            x, att, cross_att, kv = layer(x, bias, is_causal, encoder_hidden_states, encoder_bias,
+                                          past_key_values[i] if past_key_values else None, output_attentions)
+            hidden_states += (x,)
+            attentions += (att,)
+            cross_attentions += (cross_att,)
+            presents += (kv,)
+        return ModelOutput(
+            last_hidden_state=x,
+            pooler_output=self.pooler(x) if self.pooler is not None else None,
+            past_key_values=presents if use_cache else None,
+            hidden_states=hidden_states if output_hidden_states else None,
+            attentions=attentions if output_attentions else None,
+            cross_attentions=cross_attentions if output_attentions and encoder_hidden_states is not None else None,
+        )
+
+
+def decoder_config(config):
+    """A copy of config set up as a decoder (BertForCausalLM always attends causally)."""
+    return dataclasses.replace(config, is_decoder=True)

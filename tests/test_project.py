@@ -1,0 +1,58 @@
+"""The set-up files agree with each other: pip, conda and the pinned versions that make installs."""
+
+import pathlib
+import re
+import tomllib
+
+import yaml
+from packaging.requirements import Requirement
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CONDA_TO_PYPI = {"pytorch-cpu": "torch", "pytorch": "torch"}
+
+
+def norm(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pyproject_requirements():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    reqs = project["dependencies"] + project["optional-dependencies"]["course"]
+    return {norm(Requirement(r).name): Requirement(r) for r in reqs}
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    assert env["channels"] == ["conda-forge"]
+    conda, pip = [], []
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            pip = dep["pip"]
+        else:
+            conda.append(dep)
+    names = {norm(CONDA_TO_PYPI.get(re.split(r"[<>=! ]", d)[0], re.split(r"[<>=! ]", d)[0])) for d in conda}
+    names |= {norm(Requirement(p).name) for p in pip if p != "-e ."}
+    assert "-e ." in pip
+    assert "pytorch-cpu" in " ".join(conda)  # the CPU build, as the Makefile installs
+    assert names - {"python", "pip"} == set(pyproject_requirements())
+
+
+def test_pinned_versions_satisfy_the_ranges_in_pyproject():
+    pins = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name, version = line.split("==")
+            pins[norm(name)] = version
+    assert pins["torch"] == "2.13.0"  # the CPU wheel kept on disk; anything else pulls CUDA
+    for name, req in pyproject_requirements().items():
+        assert name in pins, f"{name} is not pinned in requirements.txt"
+        assert req.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {req.specifier}"
+
+
+def test_makefile_installs_the_cpu_torch_first_and_ci_runs_make_test():
+    makefile = (ROOT / "Makefile").read_text()
+    assert makefile.index("pip install --quiet torch==2.13.0") < makefile.index("-r requirements.txt")
+    assert "HF_HUB_OFFLINE := 1" in makefile
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test$", ci, re.M)
