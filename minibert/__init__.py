@@ -2,9 +2,13 @@
 transformers' BERT, and the companion package of the course in notebooks/."""
 
 from .config import PRESETS, BertConfig
+from .corpus import Corpus, load_corpus, split_corpus, split_sentences
+from .data import (DECISIONS, CausalLMCollator, MLMCollator, class_balance, make_lm_examples, make_nsp_examples,
+                   make_sop_examples)
 from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
                     BertForSequenceClassification, sample_next_token)
 from .labels import check_causal_labels, shift_labels
 from .model import BertModel, ModelOutput
+from .tokenizer import train_tokenizer
 
 __version__ = "0.1.0"

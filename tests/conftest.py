@@ -61,3 +61,13 @@ def make_batch(config, batch=3, length=11, seed=0):
 @pytest.fixture
 def tiny_config():
     return minibert.BertConfig(**CONFIGS["gelu"])
+
+
+@pytest.fixture(scope="session")
+def corpus():
+    return minibert.load_corpus()
+
+
+@pytest.fixture(scope="session")
+def tokenizer(corpus):
+    return minibert.train_tokenizer(corpus, vocab_size=8000)

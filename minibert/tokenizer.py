@@ -1,0 +1,46 @@
+"""A WordPiece tokenizer trained on our corpus, in transformers' format.
+
+The same recipe as BERT's: lowercase and strip accents (BERT normalizer), split on whitespace and
+punctuation (BERT pre-tokenizer), then WordPiece: frequent words stay whole, rare ones become
+pieces, continuation pieces start with "##". Special tokens come first, so [PAD] is id 0.
+"""
+
+import time
+
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4
+
+
+def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_length=512, verbose=False):
+    """Train WordPiece on the sentences of `documents` (list of lists of sentences) and return a
+    transformers fast tokenizer whose pairs come out as [CLS] A [SEP] B [SEP] with segment ids."""
+    from transformers import BertTokenizerFast  # imported here: transformers is slow to import
+
+    sentences = [s for doc in documents for s in doc]
+    if not sentences:
+        raise ValueError("cannot train a tokenizer on an empty corpus")
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens")
+    start = time.perf_counter()
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                        special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##")
+    tok.train_from_iterator(sentences, trainer=trainer, length=len(sentences))
+    cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] $B:1 [SEP]:1",  # ":1" puts B and its [SEP] in segment 1
+        special_tokens=[("[CLS]", cls_id), ("[SEP]", sep_id)])
+    tok.decoder = decoders.WordPiece(prefix="##")
+    tokenizer = BertTokenizerFast(
+        tokenizer_object=tok, do_lower_case=True, model_max_length=model_max_length, pad_token="[PAD]",
+        unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", padding_side="right")
+    for token, expected in zip(SPECIAL_TOKENS, range(len(SPECIAL_TOKENS))):
+        assert tokenizer.convert_tokens_to_ids(token) == expected, (token, expected)
+    if verbose:
+        print(f"trained a {tokenizer.vocab_size:,}-token WordPiece vocabulary on {len(sentences):,} sentences "
+              f"in {time.perf_counter() - start:.1f} s")
+    return tokenizer

@@ -1,0 +1,45 @@
+"""The WordPiece tokenizer: special ids, the pair template, pieces, and a save/load round trip."""
+
+import transformers
+
+SPECIALS = {"[PAD]": 0, "[UNK]": 1, "[CLS]": 2, "[SEP]": 3, "[MASK]": 4}
+
+
+def test_special_ids_are_right_without_a_reload(tokenizer):
+    assert isinstance(tokenizer, transformers.PreTrainedTokenizerBase) and tokenizer.is_fast
+    assert (tokenizer.pad_token_id, tokenizer.unk_token_id, tokenizer.cls_token_id, tokenizer.sep_token_id,
+            tokenizer.mask_token_id) == (0, 1, 2, 3, 4)
+    assert len(tokenizer) == 8000
+
+
+def test_pair_template_and_segment_ids(tokenizer):
+    enc = tokenizer("The cat sat.", "It purred.")
+    tokens = tokenizer.convert_ids_to_tokens(enc["input_ids"])
+    a, b = tokenizer.tokenize("The cat sat."), tokenizer.tokenize("It purred.")
+    assert tokens == ["[CLS]", *a, "[SEP]", *b, "[SEP]"]
+    first_sep = tokens.index("[SEP]")
+    assert enc["token_type_ids"] == [0] * (first_sep + 1) + [1] * (len(tokens) - first_sep - 1)
+    assert tokenizer.decode(enc["input_ids"], skip_special_tokens=True) == "the cat sat. it purred."
+
+
+def test_rare_words_become_pieces_and_unknown_characters_unk(tokenizer):
+    tokens = tokenizer.tokenize("Anarchism is antidisestablishmentarianism")
+    assert tokens[0] == "anarchism"  # frequent in the corpus: one piece
+    assert any(t.startswith("##") for t in tokens[2:])  # a rare word is split into pieces
+    assert tokenizer.tokenize("\u4e2d\u6587") == ["[UNK]", "[UNK]"]  # characters never seen in training
+
+
+def test_padding_right_with_attention_mask(tokenizer):
+    batch = tokenizer(["one two three four", "one"], padding=True, return_tensors="pt")
+    assert batch["input_ids"][1, -1] == 0 and batch["attention_mask"][1].tolist()[-1] == 0
+    assert batch["attention_mask"][0].all()
+
+
+def test_save_and_load_round_trip(tokenizer, tmp_path):
+    tokenizer.save_pretrained(tmp_path)
+    loaded = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    text = ("Albedo is the fraction of sunlight that is diffusely reflected.", "Fresh snow reflects 0.9 of it.")
+    assert loaded(*text)["input_ids"] == tokenizer(*text)["input_ids"]
+    assert loaded(*text)["token_type_ids"] == tokenizer(*text)["token_type_ids"]
+    assert {t: loaded.convert_tokens_to_ids(t) for t in SPECIALS} == SPECIALS
+    assert loaded.mask_token_id == 4 and loaded.pad_token_id == 0
