@@ -8,7 +8,9 @@ from .data import (DECISIONS, CausalLMCollator, MLMCollator, class_balance, make
 from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
                     BertForSequenceClassification, sample_next_token)
 from .labels import check_causal_labels, shift_labels
+from .metrics import baselines, evaluate, pseudo_perplexity
 from .model import BertModel, ModelOutput
 from .tokenizer import train_tokenizer
+from .train import COURSE_RUNS, PretrainResult, TrainArgs, Trainer, course_run, load_result, pretrain, run_dir
 
 __version__ = "0.1.0"

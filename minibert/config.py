@@ -44,24 +44,26 @@ class BertConfig:
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
 
-    # ---- presets sized for this course (the shapes of Google's small BERTs) ----
+    # ---- presets sized for this course: the shapes of Google's small BERTs (Turc et al., 2019) ----
+    # Without dropout: the course's runs are minutes long and see each sentence a few times, too
+    # little to overfit, and dropout would slow the early learning we want to watch.
     @classmethod
     def tiny(cls, **overrides):
-        """2 layers, width 128: trains in seconds; used by tests and quick notebook cells."""
-        return cls(**{**dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                             intermediate_size=512), **overrides})
+        """2 layers, width 128: trains in seconds; used by tests and the notebooks."""
+        return cls(**{**dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512,
+                             **NO_DROPOUT), **overrides})
 
     @classmethod
     def mini(cls, **overrides):
-        """4 layers, width 256: the course's default for minutes-long CPU runs."""
-        return cls(**{**dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
-                             intermediate_size=1024), **overrides})
+        """4 layers, width 256: for minutes-long CPU runs from the command line."""
+        return cls(**{**dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024,
+                             **NO_DROPOUT), **overrides})
 
     @classmethod
     def small(cls, **overrides):
         """4 layers, width 512: for a longer CPU run or a GPU."""
-        return cls(**{**dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
-                             intermediate_size=2048), **overrides})
+        return cls(**{**dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8, intermediate_size=2048,
+                             **NO_DROPOUT), **overrides})
 
     @classmethod
     def base(cls, **overrides):
@@ -97,3 +99,4 @@ class BertConfig:
 
 
 PRESETS = ("tiny", "mini", "small", "base")
+NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -67,13 +67,16 @@ def check_labels(name, labels, shape, num_classes):
 
 def token_loss(logits, labels, shift=False, ignore_index=IGNORE_INDEX, reduction="mean"):
     """Cross-entropy of (B, T, V) logits against (B, T) labels; with shift, position t is scored on t+1."""
-    if shift:
-        logits, labels = logits[:, :-1], labels[:, 1:]  # (B, T-1, V), (B, T-1)
+    if shift:  # move the labels, not the (much larger) logits; the last position has nothing to predict
+        labels = F.pad(labels[:, 1:], (0, 1), value=ignore_index)  # (B, T)
     if reduction == "mean" and not (labels != ignore_index).any():
         return logits.sum() * 0.0  # nothing to predict: zero, not the NaN of an empty mean
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),
                            ignore_index=ignore_index, reduction=reduction or "none")
-    return loss.view(labels.shape) if reduction in (None, "none") else loss
+    if reduction in (None, "none"):
+        loss = loss.view(labels.shape)
+        return loss[:, :-1] if shift else loss  # (B, T-1) with shift
+    return loss
 
 
 def token_accuracy(logits, labels, shift=False, ignore_index=IGNORE_INDEX):

@@ -1,0 +1,157 @@
+"""Command line:
+
+    python -m minibert pretrain --objective mlm --preset mini --minutes 5 --out runs/mlm
+    python -m minibert eval runs/mlm
+    python -m minibert fill-mask runs/mlm "The [MASK] barks loudly."
+    python -m minibert generate runs/clm "Deep learning is"
+    python -m minibert next-sentence runs/nsp "It rained all day." "The streets were flooded."
+
+Several processes or GPUs: torchrun --nproc_per_node 4 -m minibert pretrain ...
+"""
+
+import argparse
+import os
+import sys
+import warnings
+
+from .config import PRESETS
+from .metrics import OBJECTIVES
+
+HEAD_NEEDS = {"mlm": "cls.predictions", "nsp": "cls.seq_relationship"}
+
+
+def load_head(folder, cls, needs=None):
+    """Load the head a command needs from a checkpoint folder, or say why it cannot be done."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = cls.from_pretrained(folder)
+    missing = [k for k in model.loading_info["missing_keys"] if needs and k.startswith(HEAD_NEEDS[needs])]
+    if missing:
+        raise ValueError(f"{folder!r} has no {needs.upper()} head ({', '.join(missing[:2])} missing): "
+                         f"train one with --objective {needs} or mlm+nsp")
+    from transformers import AutoTokenizer
+    if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
+        raise ValueError(f"{folder!r} has no tokenizer.json: save the tokenizer beside the model")
+    return model, AutoTokenizer.from_pretrained(folder)
+
+
+def cmd_pretrain(a):
+    from .train import pretrain
+    result = pretrain(a.objective, a.preset, steps=a.steps, minutes=a.minutes, out=a.out, resume=a.resume,
+                      save_every=a.save_every, batch_size=a.batch_size, max_length=a.max_length, lr=a.lr,
+                      warmup=a.warmup, schedule=a.schedule, bf16=a.bf16, negatives=a.negatives,
+                      vocab_size=a.vocab_size, corpus=a.corpus, seed=a.seed, eval_every=a.eval_every)
+    print(f"saved to {a.out} after {result.history[-1]['step']} steps: {result.report()}")
+
+
+def cmd_eval(a):
+    from .corpus import load_corpus, split_corpus
+    from .heads import BertForMaskedLM
+    from .metrics import baselines, evaluate, format_metrics, pseudo_perplexity
+    from .train import TrainArgs, model_class, prepare_data, read_state
+    args = TrainArgs(**read_state(a.dir)["args"])
+    model, tokenizer = load_head(a.dir, model_class(args.objective))
+    _, train_examples, heldout_examples = prepare_data(args, None, tokenizer)
+    heldout_examples = heldout_examples[:a.examples]
+    metrics = evaluate(model, args.objective, heldout_examples, tokenizer)
+    print(f"{args.objective} on {len(heldout_examples)} held-out examples: "
+          f"{format_metrics(metrics, baselines(args.objective, train_examples, heldout_examples, tokenizer))}")
+    if "mlm" in args.objective and a.pppl_sentences:
+        heldout_docs = split_corpus(load_corpus(args.corpus), args.heldout, seed=args.seed)[1]
+        sentences = [s for doc in heldout_docs for s in doc][:a.pppl_sentences]
+        mlm, _ = load_head(a.dir, BertForMaskedLM, "mlm")
+        print(f"pseudo-perplexity on {len(sentences)} held-out sentences: {pseudo_perplexity(mlm, tokenizer, sentences):.1f}")
+
+
+def cmd_fill_mask(a):
+    from .heads import BertForMaskedLM
+    model, tokenizer = load_head(a.dir, BertForMaskedLM, "mlm")
+    for i, candidates in enumerate(model.fill_mask(tokenizer, a.text, top_k=a.top_k)):
+        print(f"[MASK] {i + 1}: " + "  ".join(f"{token} {p:.1%}" for token, p in candidates))
+
+
+def cmd_generate(a):
+    import torch
+    from .heads import BertForCausalLM, encode_text
+    model, tokenizer = load_head(a.dir, BertForCausalLM, "mlm")
+    if model.loading_info["missing_keys"] or "BertLMHeadModel" not in open(os.path.join(a.dir, "config.json")).read():
+        print("note: this checkpoint was not trained as a causal LM; its continuations show what MLM alone "
+              "teaches about the next token (little)", file=sys.stderr)
+    ids = encode_text(tokenizer, a.prompt, drop_final_sep=True)["input_ids"]
+    out = model.generate(ids, max_new_tokens=a.max_new_tokens, do_sample=a.sample, temperature=a.temperature,
+                         top_k=a.top_k, top_p=a.top_p, eos_token_id=tokenizer.sep_token_id,
+                         generator=torch.Generator().manual_seed(a.seed))
+    print(tokenizer.decode(out[0], skip_special_tokens=True))
+
+
+def cmd_next_sentence(a):
+    from .heads import BertForNextSentencePrediction
+    model, tokenizer = load_head(a.dir, BertForNextSentencePrediction, "nsp")
+    p = model.predict_proba_from_text(tokenizer, a.a, a.b)[0]
+    print(f"P(B follows A) = {p[0]:.1%}   P(B is random) = {p[1]:.1%}   (label 0 = IsNext, 1 = NotNext)")
+
+
+def parser():
+    top = argparse.ArgumentParser(prog="python -m minibert", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = top.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pretrain", help="pretrain a model with one objective and save it")
+    p.add_argument("--objective", choices=list(OBJECTIVES), default="mlm")
+    p.add_argument("--preset", choices=PRESETS, default="mini")
+    p.add_argument("--minutes", type=float, help="time budget")
+    p.add_argument("--steps", type=int, help="step budget")
+    p.add_argument("--out", required=True, help="checkpoint folder (transformers format)")
+    p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--save-every", type=int, default=200)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--max-length", type=int, default=128)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=float, default=0.05)
+    p.add_argument("--schedule", choices=["linear", "cosine"], default="linear")
+    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--negatives", choices=["random", "hard"], default="random")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--corpus", help="a text file, folder or dataset (default: built-in Wikipedia + news)")
+    p.add_argument("--eval-every", type=int)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_pretrain)
+    p = sub.add_parser("eval", help="held-out metrics of a saved run, beside their baselines")
+    p.add_argument("dir")
+    p.add_argument("--examples", type=int, default=512)
+    p.add_argument("--pppl-sentences", type=int, default=20, help="sentences for MLM pseudo-perplexity (0: skip)")
+    p.set_defaults(run=cmd_eval)
+    p = sub.add_parser("fill-mask", help="the likeliest words for each [MASK]")
+    p.add_argument("dir")
+    p.add_argument("text")
+    p.add_argument("--top-k", type=int, default=5)
+    p.set_defaults(run=cmd_fill_mask)
+    p = sub.add_parser("generate", help="continue a prompt with a causal LM")
+    p.add_argument("dir")
+    p.add_argument("prompt")
+    p.add_argument("--max-new-tokens", type=int, default=30)
+    p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
+    p.add_argument("--temperature", type=float, default=1.0)
+    p.add_argument("--top-k", type=int)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=cmd_generate)
+    p = sub.add_parser("next-sentence", help="does B follow A?")
+    p.add_argument("dir")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.set_defaults(run=cmd_next_sentence)
+    return top
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

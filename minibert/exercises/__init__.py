@@ -1,0 +1,134 @@
+"""Exercises and quizzes for the notebooks.
+
+A check runs your function on several cases and answers in one line: correct, not done yet, or
+what the likely mistake is (labels shifted twice, -100 forgotten on padding, ...). A quiz takes your
+answers to a notebook's "check yourself" questions and explains each one.
+
+    from minibert.exercises import check_causal_labels, quiz
+    check_causal_labels(make_labels)        # -> ✓ / ○ / ✗ with a hint
+    quiz("03", q1="B", q2="A")              # -> right or wrong, with a one-line explanation
+
+The checks live in one module per notebook topic (language_modeling.py, masked_lm.py, ...); every
+`check_*` function and every QUIZ of those modules is gathered here.
+"""
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Result:
+    """The verdict of a check. It is truthy only when the exercise is solved."""
+    exercise: str
+    status: str  # "passed", "not done" or "wrong"
+    hint: str = ""
+
+    def __bool__(self):
+        return self.status == "passed"
+
+    @property
+    def message(self):
+        if self.status == "passed":
+            return f"✓ {self.exercise}: correct{' - ' + self.hint if self.hint else ''}"
+        if self.status == "not done":
+            return f"○ {self.exercise}: not done yet - replace `raise NotImplementedError` with your code, then run the check again"
+        return f"✗ {self.exercise}: {self.hint}"
+
+    def __repr__(self):
+        return self.message
+
+    __str__ = __repr__
+
+
+def run_check(exercise, judge, *args):
+    """Call judge(*args), which returns None when everything is right or a hint naming the mistake.
+    Your unfinished stub (NotImplementedError) is "not done"; any other error in your code is reported,
+    never raised, so a notebook always runs to the end."""
+    try:
+        hint = judge(*args)
+    except NotImplementedError:
+        return Result(exercise, "not done")
+    except Exception as e:  # the student's code failed: say how, do not crash the notebook
+        return Result(exercise, "wrong", f"your code raised {type(e).__name__}: {e}")
+    return Result(exercise, "passed") if hint is None else Result(exercise, "wrong", hint)
+
+
+@dataclass
+class Question:
+    text: str
+    options: dict  # letter -> option text
+    answer: str  # the right letter
+    why: str  # one line: why the right answer is right
+    wrong: dict = field(default_factory=dict)  # letter -> why that option is wrong (optional)
+
+
+QUIZZES = {}  # notebook number ("03") -> {"q1": Question, ...}
+
+
+def show_quiz(notebook):
+    """Print a notebook's quiz questions and options."""
+    for name, q in quiz_of(notebook).items():
+        print(f"{name}. {q.text}")
+        for letter, option in q.options.items():
+            print(f"   {letter}) {option}")
+
+
+def quiz(notebook, answers=None, **kwargs):
+    """Mark answers to a notebook's quiz: quiz("03", q1="B"), or quiz("03", my_answers) where
+    my_answers is a dict or a function returning one."""
+    questions = quiz_of(notebook)
+    if callable(answers):
+        try:
+            answers = answers()
+        except NotImplementedError:
+            return QuizResult(notebook, [f"○ quiz {notebook}: not answered yet"], 0, len(questions))
+    answers = {**(answers or {}), **kwargs}
+    lines, right = [], 0
+    for name, given in answers.items():
+        if name not in questions:
+            raise ValueError(f"quiz {notebook} has no question {name!r}; its questions are {', '.join(questions)}")
+        q = questions[name]
+        given = str(given).strip().upper()
+        if given not in q.options:
+            raise ValueError(f"{name}: answer with one of {', '.join(q.options)}, not {given!r}")
+        if given == q.answer:
+            right += 1
+            lines.append(f"✓ {name}: right. {q.why}")
+        else:
+            reason = q.wrong.get(given, "")
+            lines.append(f"✗ {name}: {given} is not it.{' ' + reason if reason else ''} The answer is {q.answer}: {q.why}")
+    return QuizResult(notebook, lines, right, len(questions))
+
+
+@dataclass
+class QuizResult:
+    notebook: str
+    lines: list
+    right: int
+    total: int
+
+    def __repr__(self):
+        return "\n".join(self.lines + [f"{self.right} of {self.total} right"])
+
+    __str__ = __repr__
+
+
+def quiz_of(notebook):
+    notebook = f"{int(notebook):02d}" if str(notebook).isdigit() else str(notebook)
+    if notebook not in QUIZZES:
+        raise ValueError(f"no quiz for notebook {notebook!r}; quizzes exist for {', '.join(sorted(QUIZZES))}")
+    return QUIZZES[notebook]
+
+
+def _gather():
+    """Import every topic module; export its check_* functions and register its QUIZ."""
+    names = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        QUIZZES.update(getattr(module, "QUIZ", {}))
+        names.update({k: v for k, v in vars(module).items() if k.startswith("check_") and callable(v)})
+    return names
+
+
+globals().update(_gather())

@@ -1,0 +1,184 @@
+"""What a model has learned, on held-out text, next to what a model that learned nothing would score.
+
+  masked LM     accuracy and loss at the masked positions   vs. always the most frequent token,
+                pseudo-perplexity (each token masked in turn)   and the unigram distribution
+  causal LM     next-token accuracy, loss, perplexity       vs. the same two
+  NSP / SOP     accuracy on sentence pairs                  vs. always the majority class
+"""
+
+import math
+from collections import Counter
+
+import torch
+import torch.nn.functional as F
+
+from .data import IGNORE_INDEX, CausalLMCollator, MLMCollator, collate
+
+# objective -> (model class name, sentence pairs or blocks, masked LM part, pair-classification part)
+OBJECTIVES = {
+    "clm": ("BertForCausalLM", None, False, False),
+    "mlm": ("BertForMaskedLM", None, True, False),
+    "nsp": ("BertForNextSentencePrediction", "nsp", False, True),
+    "sop": ("BertForNextSentencePrediction", "sop", False, True),
+    "mlm+nsp": ("BertForPreTraining", "nsp", True, True),
+    "mlm+sop": ("BertForPreTraining", "sop", True, True),
+}
+
+
+def check_objective(objective):
+    if objective not in OBJECTIVES:
+        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
+    return OBJECTIVES[objective]
+
+
+def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None):
+    _, _, mlm, _ = check_objective(objective)
+    if mlm:
+        return MLMCollator(tokenizer, mlm_probability, seed=seed)
+    if objective == "clm":
+        return CausalLMCollator(tokenizer)
+    return lambda examples: collate(examples, tokenizer.pad_token_id)  # NSP / SOP alone: nothing is masked
+
+
+def model_inputs(objective, batch, masked_only=True):
+    """The keyword arguments each head takes, from a collated batch."""
+    _, _, mlm, pairs = check_objective(objective)
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
+    if objective == "clm":
+        inputs["labels"] = batch["labels"]
+    elif mlm and pairs:
+        inputs.update(labels=batch["labels"], next_sentence_label=batch["next_sentence_label"],
+                      masked_only=masked_only)
+    elif mlm:
+        inputs.update(labels=batch["labels"], masked_only=masked_only)
+    else:
+        inputs["labels"] = batch["next_sentence_label"]
+    return inputs
+
+
+@torch.no_grad()
+def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, mlm_probability=0.15):
+    """Held-out metrics. Masks come from a fixed seed, so two evaluations see the same masks."""
+    _, pair_task, mlm, pairs = check_objective(objective)
+    was_training = model.training
+    model.eval()
+    collator = make_collator(objective, tokenizer, mlm_probability, seed)
+    device = next(model.parameters()).device
+    total = Counter()
+    for i in range(0, len(examples), batch_size):
+        batch = {k: v.to(device) for k, v in collator(examples[i:i + batch_size]).items()}
+        out = model(**model_inputs(objective, batch))
+        if mlm:  # logits only at the masked positions (masked_only), in order
+            logits = out.prediction_logits if pairs else out.logits
+            targets = batch["labels"][batch["labels"] != IGNORE_INDEX]
+            add_token_scores(total, "mlm", logits, targets)
+        if objective == "clm":
+            logits, targets = out.logits[:, :-1], batch["labels"][:, 1:]  # position t predicts t+1
+            keep = targets != IGNORE_INDEX
+            add_token_scores(total, "clm", logits[keep], targets[keep])
+        if pairs:
+            logits = out.seq_relationship_logits if mlm else out.logits
+            labels = batch["next_sentence_label"]
+            total[f"{pair_task}_loss"] += F.cross_entropy(logits.float(), labels, reduction="sum").item()
+            total[f"{pair_task}_correct"] += (logits.argmax(-1) == labels).sum().item()
+            total[f"{pair_task}_n"] += len(labels)
+    model.train(was_training)
+    metrics = {}
+    for task in ("mlm", "clm", "nsp", "sop"):
+        if total[f"{task}_n"]:
+            n = total[f"{task}_n"]
+            metrics[f"{task}_loss"] = total[f"{task}_loss"] / n
+            metrics[f"{task}_accuracy"] = total[f"{task}_correct"] / n
+    if "clm_loss" in metrics:
+        metrics["clm_perplexity"] = math.exp(metrics["clm_loss"])
+    return metrics
+
+
+def add_token_scores(total, task, logits, targets):
+    total[f"{task}_loss"] += F.cross_entropy(logits.float(), targets, reduction="sum").item()
+    total[f"{task}_correct"] += (logits.argmax(-1) == targets).sum().item()
+    total[f"{task}_n"] += len(targets)
+
+
+def target_tokens(objective, examples, tokenizer):
+    """The tokens a model is asked to predict: every token after the first for a causal LM ([SEP]
+    included: it ends the text), every ordinary token for masked LM (masks are drawn uniformly)."""
+    if objective == "clm":
+        return [t for e in examples for t in e["input_ids"][1:]]
+    special = set(tokenizer.all_special_ids)
+    return [t for e in examples for t in e["input_ids"] if t not in special]
+
+
+def baselines(objective, train_examples, heldout_examples, tokenizer):
+    """Scores of models that ignore the input: the bar a trained model must clear.
+
+    most_frequent_token_accuracy: always answer the commonest training token.
+    unigram_loss / unigram_perplexity: answer with the training frequencies (add-one smoothed).
+    majority_class_accuracy: always answer the commoner training label.
+    """
+    _, pair_task, mlm, pairs = check_objective(objective)
+    out = {}
+    if mlm or objective == "clm":
+        task = "clm" if objective == "clm" else "mlm"
+        counts = Counter(target_tokens(objective, train_examples, tokenizer))
+        total, vocab = sum(counts.values()), len(tokenizer)
+        top_token = counts.most_common(1)[0][0]
+        targets = target_tokens(objective, heldout_examples, tokenizer)
+        nll = -sum(math.log((counts[t] + 1) / (total + vocab)) for t in targets) / len(targets)
+        out[f"{task}_most_frequent_token"] = tokenizer.convert_ids_to_tokens(top_token)
+        out[f"{task}_most_frequent_token_accuracy"] = sum(t == top_token for t in targets) / len(targets)
+        out[f"{task}_unigram_loss"] = nll
+        if objective == "clm":
+            out["clm_unigram_perplexity"] = math.exp(nll)
+    if pairs:
+        ones = sum(e["next_sentence_label"] for e in train_examples) / len(train_examples)
+        majority = int(ones > 0.5)
+        out[f"{pair_task}_majority_class"] = majority
+        out[f"{pair_task}_majority_class_accuracy"] = (
+            sum(e["next_sentence_label"] == majority for e in heldout_examples) / len(heldout_examples))
+    return out
+
+
+BASELINE_OF = {  # metric -> (its baseline, how to print both)
+    "mlm_accuracy": ("mlm_most_frequent_token_accuracy", "most frequent token"),
+    "mlm_loss": ("mlm_unigram_loss", "unigram"),
+    "clm_accuracy": ("clm_most_frequent_token_accuracy", "most frequent token"),
+    "clm_perplexity": ("clm_unigram_perplexity", "unigram"),
+    "nsp_accuracy": ("nsp_majority_class_accuracy", "majority class"),
+    "sop_accuracy": ("sop_majority_class_accuracy", "majority class"),
+}
+
+
+def format_metrics(metrics, base):
+    """One line: each metric with its trivial baseline beside it."""
+    parts = []
+    for name, (base_name, what) in BASELINE_OF.items():
+        if name in metrics:
+            fmt = (lambda x: f"{x:.1%}") if "accuracy" in name else (lambda x: f"{x:.2f}")
+            beside = f" ({what} {fmt(base[base_name])})" if base_name in base else ""
+            parts.append(f"{name.replace('_', ' ')} {fmt(metrics[name])}{beside}")
+    return " | ".join(parts)
+
+
+@torch.no_grad()
+def pseudo_perplexity(model, tokenizer, sentences, batch_size=64):
+    """Masked-LM pseudo-perplexity (Salazar et al., 2020): mask each token of a sentence in turn,
+    score the true token, and exponentiate the mean negative log-probability. Lower is better."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    nll, n = 0.0, 0
+    for sentence in sentences:
+        ids = tokenizer(sentence, return_tensors="pt", truncation=True)["input_ids"][0]
+        positions = torch.arange(1, len(ids) - 1)  # every token but [CLS] and [SEP]
+        for chunk in positions.split(batch_size):
+            batch = ids.repeat(len(chunk), 1)
+            rows = torch.arange(len(chunk))
+            batch[rows, chunk] = tokenizer.mask_token_id
+            logits = model(input_ids=batch.to(device)).logits[rows, chunk]  # (n, V)
+            nll -= logits.float().log_softmax(-1)[rows, ids[chunk].to(device)].sum().item()
+            n += len(chunk)
+    model.train(was_training)
+    if not n:
+        raise ValueError("pseudo_perplexity needs sentences with at least one token")
+    return math.exp(nll / n)

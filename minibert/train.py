@@ -1,0 +1,389 @@
+"""Pretraining: one loop for every objective, on a CPU, a GPU, or several processes under torchrun.
+
+    result = minibert.pretrain("mlm", preset="tiny", steps=300)
+    result.model, result.tokenizer, result.history, result.evals, result.baselines
+
+AdamW with warm-up then linear or cosine decay, gradient clipping, optional bf16 autocast, a step or
+a time budget, held-out evaluation printed beside its trivial baseline, and checkpoints in
+transformers' format that resume exactly (same data order, masks, dropout and optimizer state).
+"""
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+from tqdm import tqdm
+
+from . import heads
+from .config import BertConfig
+from .corpus import cache_dir, load_corpus, split_corpus
+from .data import make_lm_examples, make_nsp_examples, make_sop_examples
+from .hub import atomic_folder, write_weights
+from .metrics import (baselines, check_objective, evaluate, format_metrics, make_collator, model_inputs,
+                      target_tokens)
+from .tokenizer import train_tokenizer
+
+STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
+
+
+@dataclass
+class TrainArgs:
+    objective: str = "mlm"  # clm | mlm | nsp | sop | mlm+nsp | mlm+sop
+    preset: str = "tiny"  # model size when no config or model is given
+    steps: int | None = None  # stop after this many optimizer steps ...
+    minutes: float | None = None  # ... or after this much time, whichever comes first
+    batch_size: int = 32  # sequences per step (per process under torchrun)
+    max_length: int = 128  # tokens per sequence
+    lr: float = 1e-3  # peak learning rate; small models like it high
+    warmup: float = 0.05  # share of the run spent warming up from 0 to lr
+    schedule: str = "linear"  # decay after warm-up: linear or cosine, to 0
+    weight_decay: float = 0.01  # not applied to biases and LayerNorm
+    beta2: float = 0.98  # Adam's second-moment decay (RoBERTa's 0.98 adapts faster than 0.999)
+    max_grad_norm: float = 1.0
+    bf16: bool = False  # autocast matrix multiplies to bfloat16
+    eval_every: int | None = None  # steps between evaluations; default: 5 per run
+    eval_examples: int = 512  # held-out examples per evaluation
+    mlm_probability: float = 0.15
+    negatives: str = "random"  # NSP negatives: random | hard
+    prior_init: bool = True  # a new model's output bias starts at the log unigram frequencies
+    vocab_size: int = 8000  # when a tokenizer is trained here
+    corpus: str | None = None  # load_corpus name or path; None = the built-in one
+    heldout: float = 0.1  # share of documents kept for evaluation
+    seed: int = 0
+
+    def __post_init__(self):
+        check_objective(self.objective)
+        if self.steps is None and self.minutes is None:
+            raise ValueError("give a budget: steps=..., minutes=..., or both")
+        if self.schedule not in ("linear", "cosine"):
+            raise ValueError(f"schedule must be 'linear' or 'cosine', got {self.schedule!r}")
+        if not 0 <= self.warmup < 1:
+            raise ValueError(f"warmup is a share of the run, in [0, 1); got {self.warmup}")
+
+
+@dataclass
+class PretrainResult:
+    model: torch.nn.Module
+    tokenizer: object
+    history: list  # one row per step: step, seconds, lr, loss (and mlm_loss / nsp_loss)
+    evals: list  # one row per evaluation: step, seconds, held-out metrics
+    baselines: dict  # trivial scores on the same held-out data
+    args: TrainArgs
+
+    @property
+    def final(self):
+        return self.evals[-1] if self.evals else {}
+
+    def report(self):
+        return format_metrics(self.final, self.baselines)
+
+
+def learning_rate(args, progress):
+    """Warm-up to args.lr over the first `warmup` share of the run, then decay to 0."""
+    if progress < args.warmup:
+        return args.lr * progress / args.warmup
+    decay = (progress - args.warmup) / (1 - args.warmup)
+    if args.schedule == "cosine":
+        return args.lr * 0.5 * (1 + math.cos(math.pi * min(decay, 1.0)))
+    return args.lr * max(0.0, 1 - decay)
+
+
+def build_examples(args, documents, tokenizer, seed_offset=0):
+    _, pairs, _, _ = check_objective(args.objective)
+    if pairs == "nsp":
+        return make_nsp_examples(documents, tokenizer, args.max_length, negatives=args.negatives,
+                                 seed=args.seed + seed_offset)
+    if pairs == "sop":
+        return make_sop_examples(documents, tokenizer, args.max_length, seed=args.seed + seed_offset)
+    return make_lm_examples(documents, tokenizer, args.max_length)
+
+
+def model_class(objective):
+    return getattr(heads, check_objective(objective)[0])
+
+
+def setup_distributed():
+    """(rank, world size, device). Under torchrun: gloo on CPU, nccl on GPUs, one GPU per process."""
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    rank, world = (dist.get_rank(), dist.get_world_size()) if dist.is_initialized() else (0, 1)
+    if torch.cuda.is_available():
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return rank, world, torch.device("cuda", local)
+    return rank, world, torch.device("cpu")
+
+
+def run_key(args, train_examples, model):
+    """A fingerprint of everything that decides a run's outcome: settings, the package's source code,
+    the training examples and the initial weights. A saved run is reused only under the same key."""
+    h = hashlib.sha256(json.dumps(dataclasses.asdict(args), sort_keys=True).encode())
+    folder = os.path.dirname(__file__)
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                h.update(f.read())
+    h.update(json.dumps([e["input_ids"] for e in train_examples]).encode())
+    for tensor in model.state_dict().values():
+        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:20]
+
+
+class Trainer:
+    def __init__(self, model, tokenizer, train_examples, heldout_examples, args, out=None, save_every=None,
+                 progress=True, verbose=True):
+        self.rank, self.world, self.device = setup_distributed()
+        self.args, self.tokenizer, self.out, self.save_every = args, tokenizer, out, save_every
+        self.train_examples, self.heldout_examples = train_examples, heldout_examples[:args.eval_examples]
+        if len(train_examples) < args.batch_size * self.world:
+            raise ValueError(f"{len(train_examples)} training examples cannot fill one step of "
+                             f"{args.batch_size} x {self.world} processes; use more text or a smaller batch_size")
+        self.model = model.to(self.device).train()
+        self.ddp = DistributedDataParallel(self.model) if self.world > 1 else self.model
+        decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
+        no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]  # biases, LayerNorm
+        self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
+                                            {"params": no_decay, "weight_decay": 0.0}], lr=args.lr,
+                                           betas=(0.9, args.beta2))
+        self.collator = make_collator(args.objective, tokenizer, args.mlm_probability, seed=args.seed * 1000 + self.rank)
+        self.baselines = baselines(args.objective, train_examples, self.heldout_examples, tokenizer)
+        self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
+        self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
+        self.orders = {}
+        self.run_key = None
+
+    # ---- data: a deterministic stream of examples, each process taking its own slice of every step ----
+    def order(self, epoch):
+        if epoch not in self.orders:
+            g = torch.Generator().manual_seed(self.args.seed * 7919 + epoch)
+            self.orders = {epoch: torch.randperm(len(self.train_examples), generator=g).tolist()}
+        return self.orders[epoch]
+
+    def batch_indices(self, step):
+        n, size = len(self.train_examples), self.args.batch_size
+        start = (step * self.world + self.rank) * size
+        return [self.order(i // n)[i % n] for i in range(start, start + size)]
+
+    def next_batch(self):
+        batch = self.collator([self.train_examples[i] for i in self.batch_indices(self.step)])
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    # ---- the loop ----
+    def progress(self):
+        """How far through the budget the run is, from 0 to 1 (steps or time, whichever is further)."""
+        done = 0.0
+        if self.args.steps:
+            done = self.step / self.args.steps
+        if self.args.minutes:
+            done = max(done, self.seconds / (60 * self.args.minutes))
+        if self.world > 1 and self.args.minutes:  # every process must stop at the same step
+            t = torch.tensor([done], device=self.device)
+            dist.broadcast(t, 0)
+            done = t.item()
+        return done
+
+    def train(self, callback=None):
+        args = self.args
+        eval_every = args.eval_every or max(1, (args.steps or 500) // 5)
+        bar = tqdm(total=args.steps, disable=not self.progress_bar, desc=args.objective, unit="step",
+                   initial=self.step)
+        started = time.perf_counter() - self.seconds
+        running = None
+        while (p := self.progress()) < 1:
+            lr = learning_rate(args, p)
+            for group in self.optimizer.param_groups:
+                group["lr"] = lr
+            batch = self.next_batch()
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=args.bf16):
+                out = self.ddp(**model_inputs(args.objective, batch))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
+            self.optimizer.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.step += 1
+            self.seconds = time.perf_counter() - started
+            row = {"step": self.step, "seconds": round(self.seconds, 3), "lr": lr, "loss": out.loss.item()}
+            for part in ("mlm_loss", "nsp_loss"):
+                if getattr(out, part, None) is not None:
+                    row[part] = getattr(out, part).item()
+            self.history.append(row)
+            running = row["loss"] if running is None else 0.95 * running + 0.05 * row["loss"]
+            bar.update(1)
+            bar.set_postfix(loss=f"{running:.3f}", lr=f"{lr:.1e}")
+            if callback is not None:
+                callback(self)
+            if self.step % eval_every == 0:
+                self.evaluate()
+            if self.out and self.save_every and self.step % self.save_every == 0:
+                self.save(self.out)
+        bar.close()
+        if not self.evals or self.evals[-1]["step"] != self.step:
+            self.evaluate()
+        if self.out:
+            self.save(self.out)
+        return self.result()
+
+    def evaluate(self):
+        metrics = evaluate(self.model, self.args.objective, self.heldout_examples, self.tokenizer,
+                           batch_size=self.args.batch_size, mlm_probability=self.args.mlm_probability)
+        self.evals.append({"step": self.step, "seconds": round(self.seconds, 3), **metrics})
+        if self.verbose:
+            line = f"step {self.step:>5} | {self.seconds:6.1f} s | {format_metrics(metrics, self.baselines)}"
+            tqdm.write(line) if self.progress_bar else print(line, flush=True)
+        return metrics
+
+    def result(self):
+        return PretrainResult(self.model, self.tokenizer, self.history, self.evals, self.baselines, self.args)
+
+    # ---- checkpoints: weights, tokenizer, optimizer, random states, history; whole or not at all ----
+    def save(self, path):
+        rng = {"torch": torch.get_rng_state(),
+               "collator": self.collator.generator.get_state() if hasattr(self.collator, "generator") else None}
+        ranks = [None] * self.world
+        if self.world > 1:
+            dist.all_gather_object(ranks, rng)
+        else:
+            ranks = [rng]
+        if self.rank == 0:
+            with atomic_folder(path) as tmp:
+                write_weights(self.model, tmp)
+                self.tokenizer.save_pretrained(tmp)
+                torch.save({"optimizer": self.optimizer.state_dict(), "rng": ranks}, os.path.join(tmp, TENSORS_FILE))
+                state = {"args": dataclasses.asdict(self.args), "step": self.step, "seconds": self.seconds,
+                         "world_size": self.world, "run_key": self.run_key, "finished": self.progress() >= 1,
+                         "history": self.history, "evals": self.evals, "baselines": self.baselines}
+                with open(os.path.join(tmp, STATE_FILE), "w") as f:
+                    json.dump(state, f)
+        if self.world > 1:
+            dist.barrier()
+
+    def restore(self, path):
+        with open(os.path.join(path, STATE_FILE)) as f:
+            state = json.load(f)
+        if state["world_size"] != self.world:
+            raise ValueError(f"{path!r} was saved by {state['world_size']} processes; resume it with as many "
+                             f"(this run has {self.world}) so that each sees the same data")
+        tensors = torch.load(os.path.join(path, TENSORS_FILE), map_location="cpu", weights_only=True)
+        self.optimizer.load_state_dict(tensors["optimizer"])
+        rng = tensors["rng"][self.rank]
+        torch.set_rng_state(rng["torch"])
+        if rng["collator"] is not None:
+            self.collator.generator.set_state(rng["collator"])
+        self.step, self.seconds = state["step"], state["seconds"]
+        self.history, self.evals, self.run_key = state["history"], state["evals"], state["run_key"]
+
+
+def read_state(path):
+    file = os.path.join(path, STATE_FILE)
+    if not os.path.isfile(file):
+        raise ValueError(f"{path!r} is not a minibert training run (no {STATE_FILE}); "
+                         "train one with `python -m minibert pretrain --out DIR`")
+    with open(file) as f:
+        return json.load(f)
+
+
+def prepare_data(args, corpus, tokenizer):
+    """Split documents (held-out ones are never trained on), train a tokenizer if none is given, and
+    build the examples of the objective for both sides."""
+    documents = load_corpus(args.corpus) if corpus is None else corpus
+    train_docs, heldout_docs = split_corpus(documents, args.heldout, seed=args.seed)
+    tokenizer = tokenizer or train_tokenizer(train_docs, args.vocab_size)
+    return tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
+
+
+def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=None, tokenizer=None, out=None,
+             resume=False, reuse=False, save_every=None, progress=True, verbose=True, callback=None, **kwargs):
+    """Pretrain a model with one objective and return a PretrainResult.
+
+    config / model: what to train (default: a fresh model of `preset` size for the objective);
+    corpus: documents, or a name or path for load_corpus (default: the built-in Wikipedia + news
+        corpus); split by document into train and held-out;
+    out: a folder for checkpoints (every save_every steps and at the end);
+    resume: continue the run saved in `out` exactly where it stopped (steps/minutes may be raised);
+    reuse: if `out` holds a finished run with the same settings and code, load it instead of training.
+    Other keyword arguments are TrainArgs fields (steps, minutes, batch_size, lr, ...).
+    """
+    if resume and reuse:
+        raise ValueError("choose resume (continue a run) or reuse (load a finished one), not both")
+    if isinstance(corpus, (str, os.PathLike)):  # a name or path: recorded, so `eval` can rebuild the data
+        kwargs["corpus"], corpus = os.fspath(corpus), None
+    if resume:
+        args = TrainArgs(**{**read_state(out)["args"], **kwargs})
+    else:
+        args = TrainArgs(objective=objective, preset=preset, **kwargs)
+    torch.manual_seed(args.seed)
+    tokenizer, train_examples, heldout_examples = prepare_data(args, corpus, tokenizer)
+    cls = model_class(args.objective)
+    if resume:
+        model = cls.from_pretrained(out)
+    elif model is None:
+        config = config or BertConfig.preset(args.preset, vocab_size=len(tokenizer),
+                                             max_position_embeddings=max(512, args.max_length))
+        model = cls(config)
+        if args.prior_init and hasattr(model.cls, "predictions"):
+            init_prior(model, args.objective, train_examples, tokenizer)
+    if model.config.vocab_size < len(tokenizer):
+        raise ValueError(f"the model's vocab_size ({model.config.vocab_size}) is smaller than the tokenizer's "
+                         f"({len(tokenizer)})")
+    key = None if resume else run_key(args, train_examples, model)
+    if reuse and out and os.path.isfile(os.path.join(out, STATE_FILE)):
+        saved = read_state(out)
+        if saved["finished"] and saved["run_key"] == key:
+            return load_result(out, saved)
+    trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose)
+    trainer.run_key = key
+    if resume:
+        trainer.restore(out)
+    return trainer.train(callback)
+
+
+# The course's standard runs: a tiny model, 64-token sequences, about half a minute each on two CPU
+# cores. The causal LM gets fewer steps because scoring every position over the vocabulary costs
+# more per step: the budgets are roughly equal in time, not in steps.
+COURSE_RUNS = {"clm": 200, "mlm": 600, "nsp": 300, "sop": 300, "mlm+nsp": 600, "mlm+sop": 600}
+
+
+def run_dir(name):
+    """A folder for a training run inside the minibert cache (MINIBERT_CACHE or ~/.cache/minibert)."""
+    return os.path.join(cache_dir(), "runs", name)
+
+
+def course_run(objective, corpus, tokenizer, **overrides):
+    """The course's standard run of an objective, saved in the cache and loaded from there when a
+    finished run with the same settings, data and code exists: notebooks needing the same model
+    share it, and re-running a notebook takes seconds. Pass overrides to change any setting."""
+    settings = dict(preset="tiny", steps=COURSE_RUNS[objective], max_length=64, batch_size=32,
+                    eval_examples=256, progress=False)
+    settings.update(overrides)
+    tag = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=run_dir(f"{objective}-{tag}"), reuse=True,
+                    **settings)
+
+
+def init_prior(model, objective, examples, tokenizer):
+    """Set the output bias to log p(token) of the training data: before reading any context the model
+    already predicts as well as the unigram baseline, and its first steps go into using context
+    (a bias learns about lr per step with Adam, so finding the prior alone would take thousands)."""
+    counts = torch.ones(model.config.vocab_size)  # add-one smoothing
+    tokens = torch.tensor(target_tokens(objective, examples, tokenizer))
+    counts += torch.bincount(tokens, minlength=model.config.vocab_size)[:model.config.vocab_size]
+    with torch.no_grad():
+        model.cls.predictions.bias.copy_(counts.log() - counts.sum().log())
+
+
+def load_result(path, state=None):
+    """A finished run from its folder: the model, its tokenizer and everything it recorded."""
+    from transformers import AutoTokenizer
+    state = state or read_state(path)
+    args = TrainArgs(**state["args"])
+    model = model_class(args.objective).from_pretrained(path)
+    return PretrainResult(model, AutoTokenizer.from_pretrained(path), state["history"], state["evals"],
+                          state["baselines"], args)
+

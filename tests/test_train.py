@@ -1,0 +1,169 @@
+"""The trainer: every objective learns, runs are reproducible, resume is exact, metrics are right."""
+
+import math
+import warnings
+
+import pytest
+import torch
+import transformers
+
+import minibert
+from minibert.train import learning_rate
+
+
+@pytest.fixture(scope="module")
+def small(corpus):
+    """A few documents and a small vocabulary: enough for a run of seconds."""
+    docs = minibert.Corpus(corpus[:40], corpus.titles[:40], "small")
+    return docs, minibert.train_tokenizer(docs, vocab_size=1500)
+
+
+def tiny_config(tokenizer):
+    return minibert.BertConfig.tiny(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+                                    max_position_embeddings=64)
+
+
+def run(small, objective, **kwargs):
+    docs, tok = small
+    settings = dict(steps=8, batch_size=8, max_length=64, eval_examples=32, progress=False, verbose=False)
+    return minibert.pretrain(objective, config=tiny_config(tok), corpus=docs, tokenizer=tok, **{**settings, **kwargs})
+
+
+@pytest.mark.parametrize("objective, metrics", [
+    ("clm", {"clm_loss", "clm_accuracy", "clm_perplexity"}),
+    ("mlm", {"mlm_loss", "mlm_accuracy"}),
+    ("nsp", {"nsp_loss", "nsp_accuracy"}),
+    ("sop", {"sop_loss", "sop_accuracy"}),
+    ("mlm+nsp", {"mlm_loss", "mlm_accuracy", "nsp_loss", "nsp_accuracy"}),
+    ("mlm+sop", {"mlm_loss", "mlm_accuracy", "sop_loss", "sop_accuracy"}),
+])
+def test_every_objective_trains_and_reports_its_metrics(small, objective, metrics):
+    result = run(small, objective, steps=6, eval_every=3)
+    assert [e["step"] for e in result.evals] == [3, 6]
+    assert set(result.final) - {"step", "seconds"} == metrics
+    assert len(result.history) == 6 and all(math.isfinite(r["loss"]) for r in result.history)
+    expected_class = {"clm": "BertForCausalLM", "mlm": "BertForMaskedLM", "nsp": "BertForNextSentencePrediction",
+                      "sop": "BertForNextSentencePrediction"}.get(objective, "BertForPreTraining")
+    assert type(result.model).__name__ == expected_class
+    for metric in metrics & set(minibert.metrics.BASELINE_OF):
+        assert minibert.metrics.BASELINE_OF[metric][0] in result.baselines
+
+
+def test_training_lowers_the_loss(small):
+    result = run(small, "mlm", steps=60, lr=2e-3, eval_every=60)
+    first, last = result.history[0]["loss"], sum(r["loss"] for r in result.history[-10:]) / 10
+    assert last < first - 0.5  # from ~ln(1500) = 7.3 towards the unigram entropy
+
+
+def test_same_seed_same_run(small):
+    a, b = run(small, "mlm+nsp"), run(small, "mlm+nsp")
+    assert [r["loss"] for r in a.history] == [r["loss"] for r in b.history]
+    c = run(small, "mlm+nsp", seed=1)
+    assert [r["loss"] for r in a.history] != [r["loss"] for r in c.history]
+
+
+@pytest.mark.parametrize("objective", ["mlm+nsp", "clm"])
+def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small, tmp_path, objective):
+    straight = run(small, objective, steps=10, eval_every=5)
+    run(small, objective, steps=5, out=tmp_path / "run", eval_every=5)  # stops half way, saved
+    docs, tok = small
+    resumed = minibert.pretrain(out=tmp_path / "run", resume=True, steps=10, corpus=docs, progress=False,
+                                verbose=False)
+    assert [r["loss"] for r in resumed.history] == [r["loss"] for r in straight.history]
+    for name, p in straight.model.state_dict().items():
+        assert torch.equal(p, resumed.model.state_dict()[name]), name
+
+
+def test_a_run_folder_is_a_real_transformers_checkpoint(small, tmp_path):
+    run(small, "mlm+nsp", out=tmp_path / "run")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, info = transformers.BertForPreTraining.from_pretrained(tmp_path / "run", output_loading_info=True)
+    assert not any(info.values())
+    tokenizer = transformers.AutoTokenizer.from_pretrained(tmp_path / "run")
+    assert tokenizer.mask_token_id == 4
+    loaded = minibert.load_result(tmp_path / "run")
+    assert loaded.final == minibert.load_result(tmp_path / "run").final and loaded.final["step"] == 8
+
+
+def test_reuse_loads_a_finished_run_and_retrains_when_anything_changes(small, tmp_path):
+    calls = []
+    first = run(small, "mlm", out=tmp_path / "run", reuse=True, callback=lambda t: calls.append(t.step))
+    assert len(calls) == 8
+    again = run(small, "mlm", out=tmp_path / "run", reuse=True, callback=lambda t: calls.append(t.step))
+    assert len(calls) == 8 and again.history == first.history  # loaded, not trained
+    run(small, "mlm", out=tmp_path / "run", reuse=True, lr=5e-4, callback=lambda t: calls.append(t.step))
+    assert len(calls) == 16  # other settings: trained again
+
+
+def test_learning_rate_warms_up_then_decays_to_zero():
+    args = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1)
+    assert learning_rate(args, 0.0) == 0.0 and learning_rate(args, 0.05) == pytest.approx(0.5)
+    assert learning_rate(args, 0.1) == pytest.approx(1.0) and learning_rate(args, 0.55) == pytest.approx(0.5)
+    assert learning_rate(args, 1.0) == pytest.approx(0.0)
+    cosine = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1, schedule="cosine")
+    assert learning_rate(cosine, 0.55) == pytest.approx(0.5) and learning_rate(cosine, 0.3) > 0.5
+
+
+def test_time_budget_stops_the_run(small):
+    result = run(small, "nsp", steps=None, minutes=0.03)
+    assert 1 <= len(result.history) and result.history[-1]["seconds"] < 10
+
+
+def test_bf16_autocast_trains(small):
+    result = run(small, "mlm+nsp", bf16=True)
+    assert all(math.isfinite(r["loss"]) for r in result.history)
+
+
+def test_baselines_are_what_a_blind_model_scores(small):
+    docs, tok = small
+    train = [{"input_ids": [2, 10, 10, 11, 3], "next_sentence_label": 1}, {"input_ids": [2, 10, 3], "next_sentence_label": 1},
+             {"input_ids": [2, 12, 3], "next_sentence_label": 0}]
+    held = [{"input_ids": [2, 10, 11, 12, 13, 3], "next_sentence_label": 0}, {"input_ids": [2, 10, 3], "next_sentence_label": 1}]
+    base = minibert.baselines("mlm+nsp", train, held, tok)
+    assert base["mlm_most_frequent_token_accuracy"] == pytest.approx(2 / 5)  # token 10: 2 of the 5 held-out tokens
+    assert base["nsp_majority_class"] == 1 and base["nsp_majority_class_accuracy"] == pytest.approx(0.5)
+    counts, total, V = {10: 3, 11: 1, 12: 1, 13: 0}, 5, len(tok)
+    expected = -sum(math.log((counts[t] + 1) / (total + V)) for t in [10, 11, 12, 13, 10]) / 5
+    assert base["mlm_unigram_loss"] == pytest.approx(expected)
+
+
+def test_evaluate_matches_a_hand_computed_accuracy(small):
+    docs, tok = small
+    torch.manual_seed(0)
+    model = minibert.BertForMaskedLM(tiny_config(tok)).eval()
+    examples = minibert.make_lm_examples(docs[:5], tok, max_length=64)[:16]
+    metrics = minibert.evaluate(model, "mlm", examples, tok, batch_size=16, seed=5)
+    batch = minibert.MLMCollator(tok, seed=5)(examples)
+    with torch.no_grad():
+        logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
+    keep = batch["labels"] != -100
+    assert metrics["mlm_accuracy"] == pytest.approx((logits.argmax(-1)[keep] == batch["labels"][keep]).float().mean().item())
+    loss = torch.nn.functional.cross_entropy(logits[keep], batch["labels"][keep]).item()
+    assert metrics["mlm_loss"] == pytest.approx(loss, rel=1e-5)
+
+
+def test_pseudo_perplexity_masks_each_token_in_turn(small):
+    docs, tok = small
+    torch.manual_seed(0)
+    model = minibert.BertForMaskedLM(tiny_config(tok)).eval()
+    sentence = "The albedo of fresh snow is high."
+    ids = tok(sentence, return_tensors="pt")["input_ids"][0]
+    nll = 0.0
+    for i in range(1, len(ids) - 1):
+        masked = ids.clone()
+        masked[i] = tok.mask_token_id
+        with torch.no_grad():
+            nll -= model(input_ids=masked[None]).logits[0, i].log_softmax(-1)[ids[i]].item()
+    assert minibert.pseudo_perplexity(model, tok, [sentence]) == pytest.approx(math.exp(nll / (len(ids) - 2)), rel=1e-4)
+
+
+def test_bad_settings_are_refused(small):
+    with pytest.raises(ValueError, match="unknown objective 'lm'"):
+        run(small, "lm")
+    with pytest.raises(ValueError, match="give a budget"):
+        run(small, "mlm", steps=None)
+    with pytest.raises(ValueError, match="cannot fill one step"):
+        run(small, "mlm", batch_size=100_000)
+    with pytest.raises(ValueError, match="not a minibert training run"):
+        minibert.pretrain(out="/nonexistent-folder", resume=True, steps=1)
