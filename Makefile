@@ -15,7 +15,7 @@ export MINIBERT_CACHE ?= $(CURDIR)/.cache/minibert
 
 NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 
-.PHONY: install test course lab figures benchmark clean
+.PHONY: install test course lab figures student site benchmark clean
 
 install: $(STAMP)
 
@@ -42,6 +42,14 @@ lab: $(STAMP)
 
 figures: $(STAMP)
 	$(BIN)/python -m minibert.figures figures/
+
+# Exercises without solutions, for handing out (nbgrader can also use notebooks/ directly).
+student: $(STAMP)
+	$(BIN)/python -m minibert.course student build/student
+
+# The executed notebooks as a static website with a table of contents and the figures.
+site: $(STAMP)
+	$(BIN)/python -m minibert.course site build/site
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/train_step.py

@@ -1,0 +1,180 @@
+"""Tools for teaching with the course: student versions of the notebooks and the course as a website.
+
+    python -m minibert.course student build/student   # exercises without solutions (make student)
+    python -m minibert.course site build/site         # static HTML of the executed notebooks (make site)
+
+The notebooks in notebooks/ are the solution versions. Each exercise's solution sits between
+`### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's convention, so nbgrader can use them as they
+are); the student version replaces each such region with a `raise NotImplementedError` stub, clears
+every output, and keeps the check calls, which then report "not done yet".
+"""
+
+import glob
+import html
+import os
+import re
+import shutil
+import sys
+
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+
+
+def strip_solutions(source):
+    """Replace every solution region of a code cell by a stub that names the function to write."""
+    lines, out, inside = source.split("\n"), [], False
+    for i, line in enumerate(lines):
+        if line.strip() == BEGIN:
+            if inside:
+                raise ValueError(f"nested {BEGIN} in:\n{source}")
+            inside = True
+            indent = line[:len(line) - len(line.lstrip())]
+            defs = [re.match(r"\s*def (\w+)", x) for x in lines[:i]]
+            name = next((m.group(1) for m in reversed(defs) if m), None)
+            what = f"write the body of {name}()" if name else "write your code here"
+            out.append(f'{indent}raise NotImplementedError("Exercise: {what}")')
+        elif line.strip() == END:
+            if not inside:
+                raise ValueError(f"{END} without {BEGIN} in:\n{source}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise ValueError(f"{BEGIN} without {END} in:\n{source}")
+    return "\n".join(out)
+
+
+def student_version(nb):
+    """A copy of a notebook node without solutions and without outputs."""
+    import nbformat
+    nb = nbformat.from_dict(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.source = strip_solutions(cell.source)
+            cell.outputs, cell.execution_count = [], None
+    return nb
+
+
+def write_student_versions(src="notebooks", dst="build/student"):
+    import nbformat
+    os.makedirs(dst, exist_ok=True)
+    written = []
+    for path in sorted(glob.glob(os.path.join(src, NOTEBOOK_GLOB))):
+        nb = student_version(nbformat.read(path, as_version=4))
+        target = os.path.join(dst, os.path.basename(path))
+        nbformat.write(nb, target)
+        written.append(target)
+    if not written:
+        raise ValueError(f"no notebooks matching {NOTEBOOK_GLOB} in {src!r}")
+    return written
+
+
+# ---- the website ----
+
+def notebook_title(nb):
+    """The first heading of the first markdown cell."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^#\s+(.+)$", cell.source, re.M)
+            if m:
+                return m.group(1).strip()
+    return "minibert course"
+
+
+def notebook_summary(nb, limit=300):
+    """The first paragraph after the title: what the notebook is about, for the table of contents."""
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            paragraphs = [p.strip() for p in re.split(r"\n\s*\n", cell.source)
+                          if p.strip() and not p.lstrip().startswith(("#", "-", "*", "|", "!"))]
+            if paragraphs:
+                text = re.sub(r"[*_`]", "", " ".join(paragraphs[0].split()))
+                return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+    return ""
+
+
+NAV_STYLE = ("<style>.mb-nav{font:15px system-ui,sans-serif;padding:10px 20px;background:#f3f5f8;"
+             "border-bottom:1px solid #d0d7de;display:flex;gap:24px}.mb-nav a{color:#0b5cad;text-decoration:none}"
+             "</style>")
+
+
+def nav_bar(pages, i):
+    links = ['<a href="index.html">Contents</a>']
+    if i > 0:
+        links.append(f'<a href="{pages[i - 1][0]}">&larr; {html.escape(pages[i - 1][1])}</a>')
+    if i + 1 < len(pages):
+        links.append(f'<a href="{pages[i + 1][0]}">{html.escape(pages[i + 1][1])} &rarr;</a>')
+    return f'{NAV_STYLE}<nav class="mb-nav">{"".join(links)}</nav>'
+
+
+def index_page(entries, figures):
+    items = "\n".join(f'<li><a href="{page}"><b>{html.escape(title)}</b></a><p>{html.escape(summary)}</p></li>'
+                      for page, title, summary in entries)
+    gallery = "\n".join(f'<figure><img src="figures/{name}" alt="{html.escape(name[:-4].replace("_", " "))}">'
+                        f'<figcaption>{html.escape(name[:-4].replace("_", " "))}</figcaption></figure>'
+                        for name in figures)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>minibert: how language models learn</title>
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:960px;margin:2em auto;padding:0 1em;color:#1f2328}}
+li{{margin-bottom:.8em}} li p{{margin:.2em 0 0}} a{{color:#0b5cad}}
+.gallery{{display:grid;grid-template-columns:repeat(auto-fill,minmax(280px,1fr));gap:16px}}
+figure{{margin:0}} figure img{{width:100%;border:1px solid #d0d7de}} figcaption{{font-size:14px;color:#57606a}}</style>
+</head><body>
+<h1>minibert: how language models learn</h1>
+<p>A course in notebooks on the three classic pretraining objectives (next-token prediction, masked language
+modeling and next sentence prediction), with a compact BERT that is interchangeable with transformers' BERT.
+Each page below is a notebook, run top to bottom on a laptop CPU.</p>
+<h2>Contents</h2>
+<ol>
+{items}
+</ol>
+<h2>Pictures</h2>
+<div class="gallery">
+{gallery}
+</div>
+</body></html>
+"""
+
+
+def build_site(src="notebooks", dst="build/site", figures="figures"):
+    """Render the executed notebooks to HTML pages with navigation, an index and the figures."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    paths = sorted(glob.glob(os.path.join(src, NOTEBOOK_GLOB)))
+    if not paths:
+        raise ValueError(f"no notebooks matching {NOTEBOOK_GLOB} in {src!r}")
+    os.makedirs(dst, exist_ok=True)
+    notebooks = [nbformat.read(p, as_version=4) for p in paths]
+    pages = [(os.path.basename(p)[:-6] + ".html", notebook_title(nb)) for p, nb in zip(paths, notebooks)]
+    exporter = HTMLExporter(template_name="lab")
+    for i, nb in enumerate(notebooks):
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": pages[i][1]}})
+        body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav_bar(pages, i), body, count=1)
+        with open(os.path.join(dst, pages[i][0]), "w", encoding="utf-8") as f:
+            f.write(body)
+    pictures = sorted(f for f in os.listdir(figures) if f.endswith(".png")) if os.path.isdir(figures) else []
+    if pictures:
+        os.makedirs(os.path.join(dst, "figures"), exist_ok=True)
+        for name in pictures:
+            shutil.copy2(os.path.join(figures, name), os.path.join(dst, "figures", name))
+    entries = [(page, title, notebook_summary(nb)) for (page, title), nb in zip(pages, notebooks)]
+    with open(os.path.join(dst, "index.html"), "w", encoding="utf-8") as f:
+        f.write(index_page(entries, pictures))
+    return [os.path.join(dst, "index.html")] + [os.path.join(dst, page) for page, _ in pages]
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) not in (1, 2) or argv[0] not in ("student", "site"):
+        print(__doc__)
+        return 2
+    if argv[0] == "student":
+        written = write_student_versions(dst=argv[1] if len(argv) > 1 else "build/student")
+    else:
+        written = build_site(dst=argv[1] if len(argv) > 1 else "build/site")
+    print(f"wrote {len(written)} files to {os.path.dirname(written[0])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""Classroom use: student versions without solutions still run to the end with every exercise
+"not done", the solution versions pass every check, and the website loads in a real browser."""
+
+import functools
+import glob
+import http.server
+import os
+import re
+import shutil
+import subprocess
+import threading
+
+import nbformat
+import pytest
+
+from minibert.course import BEGIN, END, build_site, strip_solutions, write_student_versions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "[0-9][0-9]_*.ipynb")))
+CHECK = re.compile(r"^(?:check_\w+\(|quiz\()", re.M)
+
+
+def outputs_text(cell):
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", "") if out["output_type"] == "stream" else out.get("data", {}).get("text/plain", ""))
+        if out["output_type"] == "error":
+            parts.append(f"ERROR {out['ename']}: {out['evalue']}")
+    return "".join(parts)
+
+
+def check_cells(nb):
+    return [c for c in nb.cells if c.cell_type == "code" and CHECK.search(c.source.strip().splitlines()[-1] + "\n")]
+
+
+def test_strip_solutions_keeps_the_function_and_the_check():
+    source = ("def make_labels(ids, mask):\n    \"\"\"doc\"\"\"\n    " + BEGIN + "\n    labels = ids.clone()\n"
+              "    return labels\n    " + END + "\n\ncheck_make_labels(make_labels)")
+    assert strip_solutions(source) == ('def make_labels(ids, mask):\n    """doc"""\n'
+                                       '    raise NotImplementedError("Exercise: write the body of make_labels()")\n'
+                                       '\ncheck_make_labels(make_labels)')
+    with pytest.raises(ValueError, match="without"):
+        strip_solutions(BEGIN + "\nx = 1\n")
+    with pytest.raises(ValueError, match="without"):
+        strip_solutions("x = 1\n" + END)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_solution_notebook_has_exercises_that_pass(path):
+    nb = nbformat.read(path, as_version=4)
+    regions = sum(c.source.count(BEGIN) for c in nb.cells if c.cell_type == "code")
+    checks = check_cells(nb)
+    exercises = [c for c in checks if "quiz(" not in c.source]
+    assert len(exercises) >= 2, "each notebook has at least two exercises"
+    assert any("quiz(" in c.source for c in checks), "each notebook ends with a quiz"
+    assert regions >= len(checks)
+    for cell in exercises:
+        text = outputs_text(cell)
+        assert "✓" in text and "✗" not in text and "○" not in text, f"a check does not pass:\n{cell.source}\n{text}"
+    quiz_out = outputs_text([c for c in checks if "quiz(" in c.source][-1])
+    m = re.search(r"(\d+) of (\d+) right", quiz_out)
+    assert m and m.group(1) == m.group(2), quiz_out
+
+
+@pytest.fixture(scope="module")
+def student_notebooks(tmp_path_factory):
+    if not NOTEBOOKS:
+        pytest.skip("no notebooks yet")
+    folder = tmp_path_factory.mktemp("student")
+    return write_student_versions(os.path.join(ROOT, "notebooks"), folder)
+
+
+@pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[os.path.basename(p) for p in NOTEBOOKS])
+def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_notebooks, index):
+    from nbclient import NotebookClient
+    path = student_notebooks[index]
+    nb = nbformat.read(path, as_version=4)
+    assert not any(BEGIN in c.source or END in c.source for c in nb.cells)
+    assert all(not c.get("outputs") for c in nb.cells if c.cell_type == "code")
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}}).execute()
+    checks = check_cells(nb)
+    assert checks
+    for cell in checks:
+        text = outputs_text(cell)
+        assert "ERROR" not in text, text
+        assert "not done yet" in text or "not answered yet" in text, f"{cell.source}\n-> {text}"
+        assert "✓" not in text, f"an unsolved exercise passed:\n{cell.source}\n{text}"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    path = shutil.which("chromium") or "/usr/bin/chromium"
+    if not os.path.exists(path) and shutil.which("apt-get") and os.geteuid() == 0:
+        subprocess.run("apt-get install -y chromium || (apt-get update && apt-get install -y chromium)",
+                       shell=True, capture_output=True, timeout=900)
+    if not os.path.exists(path):
+        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
+                    "install Debian's chromium package to run the browser test")
+    return path
+
+
+def test_website_pages_load_in_chromium_with_titles_headings_and_images(tmp_path, chromium):
+    from playwright.sync_api import sync_playwright
+    site = tmp_path / "site"
+    pages = build_site(os.path.join(ROOT, "notebooks"), site, os.path.join(ROOT, "figures"))
+    assert len(pages) == len(NOTEBOOKS) + 1
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    screenshots = os.path.join(ROOT, "build", "screenshots")
+    os.makedirs(screenshots, exist_ok=True)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-sync",
+                "--disable-background-networking", "--disable-component-update"])
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            for path in pages:
+                name = os.path.basename(path)
+                response = page.goto(f"http://127.0.0.1:{server.server_address[1]}/{name}", wait_until="load")
+                assert response.status == 200
+                expected = "minibert: how language models learn" if name == "index.html" else \
+                    notebook_title_of(os.path.join(ROOT, "notebooks", name[:-5] + ".ipynb"))
+                assert page.title() == expected
+                assert page.locator("h1").count() >= 1 and page.locator("h2").count() >= 1
+                images = page.eval_on_selector_all("img", "els => els.map(e => [e.complete && e.naturalWidth > 0, e.alt])")
+                if name == "index.html":
+                    assert len(images) >= 6, "the contents page shows the course's pictures"
+                broken = [alt for ok, alt in images if not ok]
+                assert not broken, f"{name}: broken images {broken}"
+                page.screenshot(path=os.path.join(screenshots, name[:-5] + ".png"))
+            browser.close()
+    finally:
+        server.shutdown()
+    assert len(os.listdir(screenshots)) >= len(pages)
+
+
+def notebook_title_of(path):
+    from minibert.course import notebook_title
+    return notebook_title(nbformat.read(path, as_version=4))
