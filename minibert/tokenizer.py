@@ -26,9 +26,19 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # The trainer numbers the ##pieces of single characters in hash-map order, and those numbers break
+    # ties between merges: vocabularies differed from one run to the next (huggingface/tokenizers#1794).
+    # Giving it those pieces up front, sorted, makes training repeatable.
+    pieces = sorted({"##" + c for s in sentences for word, _ in tok.pre_tokenizer.pre_tokenize_str(
+        tok.normalizer.normalize_str(s)) for c in word[1:]})
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=SPECIAL_TOKENS, continuing_subword_prefix="##")
+                                        special_tokens=SPECIAL_TOKENS + pieces, continuing_subword_prefix="##")
     tok.train_from_iterator(sentences, trainer=trainer, length=len(sentences))
+    vocab = tok.get_vocab(with_added_tokens=False)  # the pieces are ordinary tokens, not special ones:
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))  # a clean start
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.add_special_tokens(SPECIAL_TOKENS)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",

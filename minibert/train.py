@@ -121,15 +121,17 @@ def setup_distributed():
     return rank, world, torch.device("cpu")
 
 
+TRAINING_CODE = ("config.py", "model.py", "heads.py", "labels.py", "data.py", "metrics.py", "train.py", "hub.py")
+
+
 def run_key(args, train_examples, model):
-    """A fingerprint of everything that decides a run's outcome: settings, the package's source code,
-    the training examples and the initial weights. A saved run is reused only under the same key."""
+    """A fingerprint of everything that decides a run's outcome: settings, the source of the modules
+    that train, the training examples and the initial weights. A saved run is reused only under the
+    same key."""
     h = hashlib.sha256(json.dumps(dataclasses.asdict(args), sort_keys=True).encode())
-    folder = os.path.dirname(__file__)
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as f:
-                h.update(f.read())
+    for name in TRAINING_CODE:
+        with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
+            h.update(f.read())
     h.update(json.dumps([e["input_ids"] for e in train_examples]).encode())
     for tensor in model.state_dict().values():
         h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
@@ -359,10 +361,13 @@ def course_run(objective, corpus, tokenizer, **overrides):
     """The course's standard run of an objective, saved in the cache and loaded from there when a
     finished run with the same settings, data and code exists: notebooks needing the same model
     share it, and re-running a notebook takes seconds. Pass overrides to change any setting."""
-    settings = dict(preset="tiny", steps=COURSE_RUNS[objective], max_length=64, batch_size=32,
+    steps = overrides.get("steps", COURSE_RUNS[objective])
+    settings = dict(preset="tiny", steps=steps, max_length=64, batch_size=32, eval_every=max(1, steps // 10),
                     eval_examples=256, progress=False)
     settings.update(overrides)
-    tag = hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    shown = ("progress", "verbose")  # how a run is displayed does not change the run
+    tag = hashlib.sha256(json.dumps({k: v for k, v in settings.items() if k not in shown}, sort_keys=True,
+                                    default=str).encode()).hexdigest()[:8]
     return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=run_dir(f"{objective}-{tag}"), reuse=True,
                     **settings)
 

@@ -43,3 +43,16 @@ def test_save_and_load_round_trip(tokenizer, tmp_path):
     assert loaded(*text)["token_type_ids"] == tokenizer(*text)["token_type_ids"]
     assert {t: loaded.convert_tokens_to_ids(t) for t in SPECIALS} == SPECIALS
     assert loaded.mask_token_id == 4 and loaded.pad_token_id == 0
+
+
+def test_training_gives_the_same_vocabulary_in_every_process():
+    """tokenizers numbers ##pieces in hash-map order, which broke ties differently in each process;
+    train_tokenizer registers them sorted first, so the vocabulary (and every cached run) is stable."""
+    import subprocess
+    import sys
+    code = ("import hashlib, json, minibert; c = minibert.load_corpus(); "
+            "tok = minibert.train_tokenizer(c[:80], vocab_size=3000); "
+            "print(hashlib.md5(json.dumps(sorted(tok.get_vocab().items())).encode()).hexdigest())")
+    hashes = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
+              for _ in range(3)}
+    assert len(hashes) == 1
