@@ -11,7 +11,6 @@ import gzip
 import hashlib
 import json
 import os
-import random
 import re
 
 CLEANING_VERSION = 3  # bump when the cleaning changes, so old caches are not reused

@@ -65,6 +65,10 @@ def collate(examples, pad_token_id):
     if not examples:
         raise ValueError("cannot make a batch from zero examples")
     examples = [e if isinstance(e, dict) else {"input_ids": e} for e in examples]
+    for key in ("token_type_ids", "next_sentence_label"):
+        if len({key in e for e in examples}) > 1:
+            raise ValueError(f"some examples of the batch have {key!r} and others do not: mix kinds of examples "
+                             "in separate batches")
     ids = [list(e["input_ids"]) for e in examples]
     batch = {"input_ids": pad(ids, pad_token_id), "attention_mask": pad([[1] * len(x) for x in ids], 0)}
     if "token_type_ids" in examples[0]:
@@ -83,10 +87,10 @@ class CausalLMCollator:
 
     def __call__(self, examples):
         batch = collate(examples, self.pad_token_id)
-        if isinstance(examples[0], dict) and "labels" in examples[0]:
-            batch["labels"] = pad([e["labels"] for e in examples], IGNORE_INDEX)
-        else:
-            batch["labels"] = batch["input_ids"].masked_fill(batch["attention_mask"] == 0, IGNORE_INDEX)
+        labels = [e.get("labels", e["input_ids"]) if isinstance(e, dict) else e for e in examples]
+        if any(len(x) != n for x, n in zip(labels, batch["attention_mask"].sum(1).tolist())):
+            raise ValueError("an example's labels must be as long as its input_ids (use -100 for no target)")
+        batch["labels"] = pad([list(x) for x in labels], IGNORE_INDEX)  # padding: -100, never a target
         return batch
 
 

@@ -32,7 +32,8 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
     pieces = sorted({"##" + c for s in sentences for word, _ in tok.pre_tokenizer.pre_tokenize_str(
         tok.normalizer.normalize_str(s)) for c in word[1:]})
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                        special_tokens=SPECIAL_TOKENS + pieces, continuing_subword_prefix="##")
+                                        special_tokens=SPECIAL_TOKENS + pieces, continuing_subword_prefix="##",
+                                        show_progress=False)  # its progress bar prints blank lines
     tok.train_from_iterator(sentences, trainer=trainer, length=len(sentences))
     vocab = tok.get_vocab(with_added_tokens=False)  # the pieces are ordinary tokens, not special ones:
     tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))  # a clean start

@@ -320,6 +320,9 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
         args = TrainArgs(**{**read_state(out)["args"], **kwargs})
     else:
         args = TrainArgs(objective=objective, preset=preset, **kwargs)
+    if resume and tokenizer is None:  # the run's own vocabulary, saved beside its weights
+        from transformers import AutoTokenizer
+        tokenizer = AutoTokenizer.from_pretrained(out)
     torch.manual_seed(args.seed)
     tokenizer, train_examples, heldout_examples = prepare_data(args, corpus, tokenizer)
     cls = model_class(args.objective)

@@ -554,8 +554,9 @@ def heatmap(ax, weights, tokens, vmax, ticks=True):
 
 
 def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, labels=True):
-    """A grid of heatmaps on one colour scale, cells: rows of (layer, head). The colour bar marks 1/T,
-    what every cell would hold if attention were uniform: brighter cells are what a head singles out."""
+    """A grid of heatmaps on one colour scale, cells: rows of (layer, head). The colour bar marks 1/T (T: the
+    tokens that are not padding), what every cell would hold if attention were uniform: brighter cells
+    are what a head singles out."""
     T = check_tokens(attentions, tokens)
     nrows, ncols = len(cells), max(len(r) for r in cells)
     panel = (min(6.5, max(3.0, 0.16 * T + 1.6)) if ticks else min(3.0, max(2.0, 7.5 / ncols)))
@@ -579,9 +580,10 @@ def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, 
             if labels and j == 0:
                 ax.set_ylabel("query: the token looking", fontsize=9)
     bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row sums to 1)")
-    bar.ax.axhline(1 / T, color="white", lw=2)
-    bar.ax.text(-0.3, 1 / T, f"uniform\n1/{T}", transform=bar.ax.get_yaxis_transform(), ha="right", va="center",
-                fontsize=7.5)
+    keys = int((sum(w.sum(0) for w in weights.values()) > 1e-6).sum())  # padding receives no attention
+    bar.ax.axhline(1 / keys, color="white", lw=2)
+    bar.ax.text(-0.3, 1 / keys, f"uniform\n1/{keys}", transform=bar.ax.get_yaxis_transform(), ha="right",
+                va="center", fontsize=7.5)
     suptitle(fig, title)
     fig.supxlabel(wrap(note, width, 9.5), fontsize=9.5, color=DARK)
     return fig

@@ -71,3 +71,15 @@ def corpus():
 @pytest.fixture(scope="session")
 def tokenizer(corpus):
     return minibert.train_tokenizer(corpus, vocab_size=8000)
+
+
+def assert_hints(check, wrong_answers):
+    """Each wrong answer (hint -> function) is marked wrong, with the hint that names its mistake."""
+    for hint, wrong in wrong_answers.items():
+        result = check(wrong)
+        assert result.status == "wrong" and hint in result.message, (hint, result.message)
+
+
+def stub(*args):
+    """An exercise as a student version hands it out."""
+    raise NotImplementedError("Exercise: write this function")

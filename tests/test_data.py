@@ -93,6 +93,10 @@ def test_causal_collator_pads_with_minus_100_and_does_not_shift(blocks, tokenize
     assert minibert.check_causal_labels(batch["input_ids"], batch["labels"]).shifted is False
     prompt = {"input_ids": [2, 50, 51, 52, 3], "labels": [-100, -100, 51, 52, 3]}  # do not learn the prompt
     assert minibert.CausalLMCollator(tokenizer)([prompt])["labels"].tolist() == [[-100, -100, 51, 52, 3]]
+    mixed = minibert.CausalLMCollator(tokenizer)([prompt, {"input_ids": [2, 51, 3]}])  # own labels or none
+    assert mixed["labels"].tolist() == [[-100, -100, 51, 52, 3], [2, 51, 3, -100, -100]]
+    with pytest.raises(ValueError, match="as long as its input_ids"):
+        minibert.CausalLMCollator(tokenizer)([{"input_ids": [2, 51, 3], "labels": [51, 3]}])
 
 
 def test_double_shift_detector(blocks, tokenizer):

@@ -49,10 +49,12 @@ def test_every_objective_trains_and_reports_its_metrics(small, objective, metric
         assert minibert.metrics.BASELINE_OF[metric][0] in result.baselines
 
 
-def test_training_lowers_the_loss(small):
-    result = run(small, "mlm", steps=60, lr=2e-3, eval_every=60)
-    first, last = result.history[0]["loss"], sum(r["loss"] for r in result.history[-10:]) / 10
+def test_training_lowers_the_loss_and_the_prior_gives_it_a_head_start(small):
+    cold = run(small, "mlm", steps=60, lr=2e-3, eval_every=60, prior_init=False)
+    first, last = cold.history[0]["loss"], sum(r["loss"] for r in cold.history[-10:]) / 10
     assert last < first - 0.5  # from ~ln(1500) = 7.3 towards the unigram entropy
+    warm = run(small, "mlm", steps=1, prior_init=True)  # output bias = log unigram: starts near the entropy
+    assert warm.history[0]["loss"] < first - 0.5
 
 
 def test_same_seed_same_run(small):
@@ -65,10 +67,14 @@ def test_same_seed_same_run(small):
 @pytest.mark.parametrize("objective", ["mlm+nsp", "clm"])
 def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small, tmp_path, objective):
     straight = run(small, objective, steps=10, eval_every=5)
-    run(small, objective, steps=5, out=tmp_path / "run", eval_every=5)  # stops half way, saved
+
+    def crash(trainer):
+        if trainer.step == 7:
+            raise KeyboardInterrupt  # killed after the checkpoint of step 5
+    with pytest.raises(KeyboardInterrupt):
+        run(small, objective, steps=10, out=tmp_path / "run", eval_every=5, save_every=5, callback=crash)
     docs, tok = small
-    resumed = minibert.pretrain(out=tmp_path / "run", resume=True, steps=10, corpus=docs, progress=False,
-                                verbose=False)
+    resumed = minibert.pretrain(out=tmp_path / "run", resume=True, corpus=docs, progress=False, verbose=False)
     assert [r["loss"] for r in resumed.history] == [r["loss"] for r in straight.history]
     for name, p in straight.model.state_dict().items():
         assert torch.equal(p, resumed.model.state_dict()[name]), name

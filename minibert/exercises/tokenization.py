@@ -1,0 +1,191 @@
+"""Exercises and quiz of notebook 01, tokenization: WordPiece pieces, sentence pairs, padding."""
+
+from functools import lru_cache
+
+import torch
+
+from . import Question, run_check
+
+EX = "01"
+
+# ---- 01.1 WordPiece: greedy longest match first ----
+# A vocabulary small enough to read; "##" marks a piece that continues a word.
+VOCAB = {"[UNK]", "un", "a", "aff", "play", "played", "p", "l", "s", "t", "e", "r",
+         "##a", "##able", "##aff", "##e", "##ed", "##er", "##ers", "##ff", "##ing", "##l", "##la", "##r", "##s",
+         "##y"}
+WORDS = ["unaffable", "played", "playing", "players", "unplayable", "a", "play", "tapes", "unzip", "plays"]
+
+
+def wordpiece_reference(word, vocab, longest=True, prefix="##", unknown="whole"):
+    """BERT's WordPiece on one word. The other arguments make the common wrong versions, for the hints."""
+    pieces, start = [], 0
+    while start < len(word):
+        ends = range(len(word), start, -1) if longest else range(start + 1, len(word) + 1)
+        piece = None
+        for end in ends:
+            candidate = (prefix if start > 0 else "") + word[start:end]
+            if candidate in vocab:
+                piece = candidate
+                break
+        if piece is None:
+            if unknown == "whole":
+                return ["[UNK]"]
+            if unknown == "skip":  # drop the character nobody knows and carry on
+                start += 1
+                continue
+            return pieces + ["[UNK]"]  # "partial": keep what was found
+        pieces.append(piece)
+        start = end
+    return pieces
+
+
+def check_wordpiece_split(wordpiece_split):
+    """wordpiece_split(word, vocab) -> the word's WordPiece pieces, or ["[UNK]"]."""
+    def run(**variant):
+        return [wordpiece_reference(w, VOCAB, **variant) for w in WORDS]
+
+    def judge():
+        got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
+        got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
+        expected = run()
+        if got == expected:
+            return None
+        bad = [f"{w!r} -> {g}" for w, g, e in zip(WORDS, got, expected) if g != e][:2]
+        if got == run(longest=False):
+            return ("you take the SHORTEST piece that matches; WordPiece takes the longest piece in the vocabulary "
+                    "first (try end = len(word), then shorter)")
+        if got == run(prefix=""):
+            return "a piece that continues a word is looked up with its '##' prefix ('##able', not 'able')"
+        if got == run(unknown="partial"):
+            return ("when the rest of a word cannot be split, the WHOLE word becomes ['[UNK]'], not the pieces found "
+                    "so far plus [UNK]")
+        if got == run(unknown="skip"):
+            return "an unknown character must not be skipped: the whole word becomes ['[UNK]']"
+        if all(isinstance(g, str) for g in got):
+            return "return a list of pieces, e.g. ['un', '##aff', '##able'], not a string"
+        return f"not yet: {'; '.join(bad)} (expected {[e for g, e in zip(got, expected) if g != e][:2]})"
+    return run_check(f"{EX}.1 WordPiece, longest match first", judge)
+
+
+# ---- 01.2 a sentence pair by hand ----
+PAIR_TEXTS = [  # the check's own small tokenizer is trained on these
+    "The river bank was muddy after the rain.", "She walked to the bank to deposit her savings.",
+    "Aristotle wrote about logic and ethics.", "His students read the books again and again.",
+    "Unbelievable results were reported by the researchers.", "The results were checked twice.",
+]
+PAIRS = [(PAIR_TEXTS[0], PAIR_TEXTS[1]), ("Aristotle wrote.", "Students read unbelievable books!"),
+         ("Rain.", "The bank.")]
+
+
+@lru_cache(maxsize=1)
+def small_tokenizer():
+    from ..tokenizer import train_tokenizer
+    return train_tokenizer([PAIR_TEXTS * 3], vocab_size=120, min_frequency=2)
+
+
+def as_ids(x):
+    if isinstance(x, torch.Tensor):
+        x = x.flatten().tolist()
+    return list(x)
+
+
+def check_encode_pair(encode_pair):
+    """encode_pair(tokenizer, text_a, text_b) -> (input_ids, token_type_ids) of [CLS] A [SEP] B [SEP]."""
+    def judge():
+        tok = small_tokenizer()
+        cls, sep = tok.cls_token_id, tok.sep_token_id
+        for a, b in PAIRS:
+            enc = tok(a, b, return_token_type_ids=True)
+            ids, types = enc["input_ids"], enc["token_type_ids"]
+            got = encode_pair(tok, a, b)
+            if not isinstance(got, (tuple, list)) or len(got) != 2:
+                return "return two lists: (input_ids, token_type_ids)"
+            got_ids, got_types = as_ids(got[0]), as_ids(got[1])
+            if got_ids and isinstance(got_ids[0], str):
+                return "those are tokens; turn them into ids with tokenizer.convert_tokens_to_ids"
+            a_ids = tok.convert_tokens_to_ids(tok.tokenize(a))
+            b_ids = tok.convert_tokens_to_ids(tok.tokenize(b))
+            if got_ids != ids:
+                if got_ids == a_ids + [sep] + b_ids + [sep] or got_ids == a_ids + b_ids:
+                    return "the pair must start with [CLS] (tokenizer.cls_token_id): BERT's classifiers read its vector"
+                if got_ids == [cls] + a_ids + b_ids + [sep]:
+                    return "a [SEP] must also end segment A: [CLS] A [SEP] B [SEP]"
+                if got_ids == [cls] + a_ids + [sep] + b_ids:
+                    return "the pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]"
+                if got_ids == [cls] + a_ids + [sep] + b_ids + [sep] + [0] * (len(got_ids) - len(ids)):
+                    return "no padding here: a single pair has no [PAD]"
+                return f"input_ids should be {ids}, you have {got_ids}"
+            if len(got_types) != len(ids):
+                return f"token_type_ids needs one segment id per token ({len(ids)}), you have {len(got_types)}"
+            if got_types == types:
+                continue
+            n_a = len(a_ids) + 2  # [CLS] A [SEP]
+            if set(got_types) == {0}:
+                return "every segment id is 0: the tokens of B (and the [SEP] after them) belong to segment 1"
+            if got_types == [0] * (n_a - 1) + [1] * (len(ids) - n_a + 1):
+                return "the [SEP] after A belongs to segment A (0); segment 1 starts with the first token of B"
+            if got_types == [0] * n_a + [1] * (len(b_ids)) + [0]:
+                return "the final [SEP] closes segment B, so its segment id is 1"
+            if got_types == [1 - t for t in types]:
+                return "segments swapped: A (with [CLS] and its [SEP]) is 0, B and the final [SEP] are 1"
+            return f"token_type_ids should be {types}, you have {got_types}"
+        return None
+    return run_check(f"{EX}.2 a sentence pair by hand", judge)
+
+
+# ---- 01.3 the attention mask of a padded batch ----
+def check_attention_mask_from_lengths(attention_mask_from_lengths):
+    """attention_mask_from_lengths(lengths, max_length) -> (B, max_length) tensor, 1 on real tokens, 0 on padding."""
+    def judge():
+        lengths, max_length = [5, 2, 7, 1], 8
+        expected = (torch.arange(max_length)[None, :] < torch.tensor(lengths)[:, None]).long()
+        got = attention_mask_from_lengths(list(lengths), max_length)
+        got = torch.as_tensor(got)
+        if got.shape != expected.shape:
+            if got.shape == (len(lengths), max(lengths)):
+                return "pad to max_length columns (the batch's length), not to the longest row"
+            return f"the mask has one row per sequence and max_length columns: shape {tuple(expected.shape)}, " \
+                   f"not {tuple(got.shape)}"
+        got = got.long()
+        if torch.equal(got, expected):
+            return None
+        if torch.equal(got, 1 - expected):
+            return "inverted: 1 marks a real token the model may attend to, 0 marks padding"
+        if bool((got == 1).all()):
+            return "every position is 1: the padding positions (after each row's length) must be 0"
+        ones = got.sum(1).tolist()
+        if ones == [n + 1 for n in lengths] or ones == [n - 1 for n in lengths]:
+            return f"off by one: row i has exactly lengths[i] ones (you have {ones} for lengths {lengths})"
+        if bool((got[:, :1] == 0).any()):
+            return "padding goes on the right (padding_side='right'): the ones come first"
+        return f"row i should have lengths[i] ones, then zeros: expected {expected.tolist()}"
+    return run_check(f"{EX}.3 attention mask from lengths", judge)
+
+
+QUIZ = {EX: {
+    "q1": Question(
+        "The word 'photosynthetic' is not in our tokenizer's vocabulary. What does the tokenizer do with it?",
+        {"A": "maps it to [UNK]", "B": "splits it into pieces that are in its vocabulary, each piece after the first "
+         "marked with '##'", "C": "drops it", "D": "adds it to the vocabulary"}, "B",
+        "WordPiece covers any word made of known characters with known pieces; only an unknown character gives "
+        "[UNK].", {"A": "[UNK] is only for words with a character the vocabulary cannot spell."}),
+    "q2": Question(
+        "For the pair [CLS] A [SEP] B [SEP], which segment id (token_type_id) does the final [SEP] get?",
+        {"A": "0", "B": "1", "C": "2", "D": "none: special tokens have no segment"}, "B",
+        "[CLS], A and the first [SEP] are segment 0; B and the [SEP] that closes it are segment 1."),
+    "q3": Question(
+        "In a padded batch, what does attention_mask = 0 at a position mean?",
+        {"A": "the token there is [MASK]", "B": "the position is padding: no token may attend to it",
+         "C": "the loss ignores the position", "D": "the token is in segment A"}, "B",
+        "the attention mask hides padding from attention; ignoring a position in the loss is the label's job "
+        "(-100).", {"C": "that is what a label of -100 does.", "A": "masked LM's [MASK] is a token id, not the "
+                    "attention mask."}),
+    "q4": Question(
+        "Why does a subword vocabulary of 8,000 pieces rarely need [UNK], while a vocabulary of the 8,000 commonest "
+        "whole words would need it often?",
+        {"A": "pieces can spell rare words out of frequent parts, down to single characters",
+         "B": "the pieces are longer than words", "C": "[UNK] is forbidden in WordPiece",
+         "D": "the tokenizer lowercases everything"}, "A",
+        "any word whose characters are in the vocabulary can be written with pieces; a word list has no way to spell "
+        "a word it lacks."),
+}}
