@@ -3,11 +3,13 @@
     python benchmarks/train_step.py                 # vocab 8000 and 30522, fp32
     python benchmarks/train_step.py --bf16          # the same under bf16 autocast
     python benchmarks/train_step.py --vocab 8000 --steps 10
+    python benchmarks/train_step.py --dropout 0     # without dropout, as the course's presets train
 
-Both models get the same config (4 layers, hidden 256, 4 heads, FFN 1024), the same weights and the
-same batch (32 x 128 tokens, 15% masked, NSP labels). Steps alternate between the two so that the
-noise of a shared machine hits both alike; the ratio of medians is the figure to read. Peak memory
-is measured in a fresh process per model. Not a test: a script that prints figures.
+Both models get the same config (4 layers, hidden 256, 4 heads, FFN 1024, dropout 0.1 unless
+--dropout says otherwise), the same weights and the same batch (32 x 128 tokens, 15% masked, NSP
+labels). Steps alternate between the two so that the noise of a shared machine hits both alike; the
+ratio of medians is the figure to read. Peak memory (above the imports) is measured in a fresh
+process per model. Not a test: a script that prints figures.
 """
 
 import argparse
@@ -88,14 +90,31 @@ def step_flops(vocab):
 
 
 def peak_rss_mb(which, vocab, bf16):
-    """Peak resident memory of a fresh process that builds one model and trains it for 3 steps."""
+    """Peak memory of building one model and training it for 3 steps, in a fresh process: the highest
+    resident set size (sampled every millisecond) above what the process held after its imports."""
     ours = which == "minibert"
-    build = (f"minibert.BertForPreTraining(minibert.BertConfig(vocab_size={vocab}, **b.SHAPE))" if ours else
-             f"transformers.BertForPreTraining(transformers.BertConfig(vocab_size={vocab}, **b.SHAPE))")
-    code = (f"import sys, resource; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r});"
-            f"import train_step as b; from train_step import minibert, transformers; m = {build};"
-            f"s = b.stepper(m, b.make_batch({vocab}), {bf16}, {ours}); [s() for _ in range(3)];"
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    build = (f"minibert.BertForPreTraining(minibert.BertConfig(vocab_size={vocab}, **{SHAPE!r}))" if ours else
+             f"transformers.BertForPreTraining(transformers.BertConfig(vocab_size={vocab}, **{SHAPE!r}))")
+    code = f"""
+import sys, threading, time, psutil
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+import train_step as b
+from train_step import minibert, transformers
+process, peak, running = psutil.Process(), [0], [True]
+def sample():
+    while running[0]:
+        peak[0] = max(peak[0], process.memory_info().rss)
+        time.sleep(0.001)
+base = process.memory_info().rss
+thread = threading.Thread(target=sample)
+thread.start()
+m = {build}
+s = b.stepper(m, b.make_batch({vocab}), {bf16}, {ours})
+[s() for _ in range(3)]
+running[0] = False
+thread.join()
+print((peak[0] - base) / 2 ** 20)
+"""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
 
@@ -131,8 +150,11 @@ def main():
     parser.add_argument("--vocab", type=int, nargs="+", default=[8000, 30522])
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--bf16", action="store_true", help="run both under bf16 autocast")
+    parser.add_argument("--dropout", type=float, default=0.1,
+                        help="dropout of both models: 0.1 as in BERT, 0 as in the course's presets")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
+    SHAPE.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
     print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
           f"batch {BATCH}x{LENGTH}, {SHAPE}")
     header = (f"{'vocab':>6} {'dtype':>5} {'minibert s':>10} {'transf. s':>9} {'speedup':>7} "
