@@ -73,7 +73,7 @@ def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small, tmp_path, o
             raise KeyboardInterrupt  # killed after the checkpoint of step 5
     with pytest.raises(KeyboardInterrupt):
         run(small, objective, steps=10, out=tmp_path / "run", eval_every=5, save_every=5, callback=crash)
-    docs, tok = small
+    docs, _ = small  # no tokenizer given: the run's own is loaded
     resumed = minibert.pretrain(out=tmp_path / "run", resume=True, corpus=docs, progress=False, verbose=False)
     assert [r["loss"] for r in resumed.history] == [r["loss"] for r in straight.history]
     for name, p in straight.model.state_dict().items():
