@@ -20,6 +20,11 @@ BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 
 
+def notebook_paths(src="notebooks"):
+    """The course's notebooks in order: 00_*.ipynb, 01_*.ipynb, ..."""
+    return sorted(glob.glob(os.path.join(src, NOTEBOOK_GLOB)))
+
+
 def strip_solutions(source):
     """Replace every solution region of a code cell by a stub that names the function to write."""
     lines, out, inside = source.split("\n"), [], False
@@ -59,7 +64,7 @@ def write_student_versions(src="notebooks", dst="build/student"):
     import nbformat
     os.makedirs(dst, exist_ok=True)
     written = []
-    for path in sorted(glob.glob(os.path.join(src, NOTEBOOK_GLOB))):
+    for path in notebook_paths(src):
         nb = student_version(nbformat.read(path, as_version=4))
         target = os.path.join(dst, os.path.basename(path))
         nbformat.write(nb, target)
@@ -140,7 +145,7 @@ def build_site(src="notebooks", dst="build/site", figures="figures"):
     """Render the executed notebooks to HTML pages with navigation, an index and the figures."""
     import nbformat
     from nbconvert import HTMLExporter
-    paths = sorted(glob.glob(os.path.join(src, NOTEBOOK_GLOB)))
+    paths = notebook_paths(src)
     if not paths:
         raise ValueError(f"no notebooks matching {NOTEBOOK_GLOB} in {src!r}")
     os.makedirs(dst, exist_ok=True)

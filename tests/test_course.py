@@ -2,7 +2,6 @@
 "not done", the solution versions pass every check, and the website loads in a real browser."""
 
 import functools
-import glob
 import http.server
 import os
 import re
@@ -13,10 +12,10 @@ import threading
 import nbformat
 import pytest
 
-from minibert.course import BEGIN, END, build_site, strip_solutions, write_student_versions
+from minibert.course import BEGIN, END, build_site, notebook_paths, strip_solutions, write_student_versions
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NOTEBOOKS = sorted(glob.glob(os.path.join(ROOT, "notebooks", "[0-9][0-9]_*.ipynb")))
+NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
 CHECK = re.compile(r"^(?:check_\w+\(|quiz\()", re.M)
 
 

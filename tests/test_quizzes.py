@@ -1,7 +1,10 @@
 """Every notebook's "check yourself" quiz: well formed, marks right and wrong answers, explains both."""
 
+import os
+
 import pytest
 
+from minibert.course import notebook_paths
 from minibert.exercises import QUIZZES, quiz, show_quiz
 
 
@@ -24,8 +27,6 @@ def test_quiz_is_well_formed_and_explains_every_answer(notebook, capsys):
 
 
 def test_every_notebook_has_a_quiz():
-    import glob
-    import os
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    numbers = {os.path.basename(p)[:2] for p in glob.glob(os.path.join(root, "notebooks", "[0-9][0-9]_*.ipynb"))}
-    assert numbers <= set(QUIZZES), f"notebooks without a quiz: {sorted(numbers - set(QUIZZES))}"
+    numbers = {os.path.basename(p)[:2] for p in notebook_paths(os.path.join(root, "notebooks"))}
+    assert len(numbers) == 10 and numbers <= set(QUIZZES), f"notebooks without a quiz: {sorted(numbers - set(QUIZZES))}"
