@@ -82,11 +82,14 @@ def matmul_peak(n=2048, reps=5):
 
 
 def step_flops(vocab):
-    """Multiply-adds x 2 x 3 (forward + backward) of minibert's step, decoder at masked tokens only."""
+    """Multiply-adds x 2 x 3 (forward + backward) of minibert's step: the last layer computes keys and
+    values everywhere but the rest only at [CLS] and the masked tokens, and so does the MLM decoder."""
     C, F, L, T = SHAPE["hidden_size"], SHAPE["intermediate_size"], SHAPE["num_hidden_layers"], BATCH * LENGTH
+    read = MASKED + 1 / LENGTH  # share of positions the heads read
     per_token_layer = 4 * C * C + 2 * C * F + 2 * LENGTH * C  # projections, FFN, scores and mix
+    last_layer = 2 * C * C + read * (per_token_layer - 2 * C * C)
     head = MASKED * T * (C * C + C * vocab)
-    return 6 * (L * T * per_token_layer + head + BATCH * C * C)
+    return 6 * ((L - 1) * T * per_token_layer + T * last_layer + head + BATCH * C * C)
 
 
 def peak_rss_mb(which, vocab, bf16):

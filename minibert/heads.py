@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .labels import check_causal_labels
-from .model import ACT2FN, BertModel, BertPreTrainedModel, ModelOutput, decoder_config
+from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config
 
 IGNORE_INDEX = -100
 
@@ -86,6 +86,31 @@ def token_accuracy(logits, labels, shift=False, ignore_index=IGNORE_INDEX):
     return (logits.argmax(-1)[keep] == labels[keep]).float().mean()
 
 
+def read_positions(labels):
+    """(B, K) positions the pretraining heads read: [CLS] (position 0, for the pooler) then every
+    labelled position, in order; shorter rows are filled with unlabelled positions. The encoder's last
+    layer computes only these (see BertModel's positions): at 15% masking, a sixth of that layer."""
+    keep = labels != IGNORE_INDEX
+    keep[:, 0] = True
+    K = int(keep.sum(1).max())
+    return keep.byte().argsort(dim=1, descending=True, stable=True)[:, :K]  # kept first, each in order
+
+
+def sparse_labels(labels, input_ids, inputs_embeds, vocab_size):
+    """For masked_only: the positions the heads read (read_positions) and the labels there, (B, K)."""
+    source = input_ids if input_ids is not None else inputs_embeds
+    if source is not None:  # without an input BertModel names the problem
+        check_labels("labels", labels, source.shape[:2], vocab_size)
+    positions = read_positions(labels)
+    return positions, labels.gather(1, positions)
+
+
+def cls_position(input_ids, inputs_embeds):
+    """(B, 1) zeros: a head on the pooler reads only [CLS], so the last layer computes only that."""
+    source = input_ids if input_ids is not None else inputs_embeds
+    return None if source is None else torch.zeros(len(source), 1, dtype=torch.long, device=source.device)
+
+
 def masked_lm(head, hidden, labels, masked_only):
     """MLM logits and loss. With masked_only the head runs only where a label is set (about 15% of
     positions): the loss is the same, the logits are then (N, V) for those positions in order."""
@@ -125,8 +150,12 @@ class BertForMaskedLM(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, masked_only=False, output_attentions=False,
                 output_hidden_states=False):
+        positions = None
+        if masked_only and labels is not None and not (output_attentions or output_hidden_states):
+            positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                        positions=positions)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked_only)
         return ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
 
@@ -165,8 +194,10 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False):
+        cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                        positions=cls)  # the head reads only [CLS]: so does the last layer
         logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         loss = None
         if labels is not None:
@@ -197,8 +228,12 @@ class BertForPreTraining(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, next_sentence_label=None, masked_only=False,
                 output_attentions=False, output_hidden_states=False):
+        positions = None  # with masked_only, the last layer computes [CLS] and the masked positions only
+        if masked_only and labels is not None and not (output_attentions or output_hidden_states):
+            positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                        positions=positions)
         mlm_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked_only)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         nsp_loss = None
@@ -219,14 +254,16 @@ class BertForSequenceClassification(BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(config)
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(p)
+        self.dropout = Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False):
+        cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states)
+                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                        positions=cls)  # the head reads only [CLS]: so does the last layer
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None
         if labels is not None and self.config.num_labels == 1:  # one output: regression

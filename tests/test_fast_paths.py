@@ -1,0 +1,108 @@
+"""The shortcuts that make minibert train faster than transformers change nothing a user can see:
+with masked_only the MLM decoder and the last layer run only where a head reads ([CLS] and the
+masked tokens), and on the CPU dropout draws its mask more cheaply."""
+
+import pytest
+import torch
+import transformers
+
+import minibert
+from conftest import CONFIGS, make_batch, randomize
+
+TOL = 1e-4
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@pytest.mark.parametrize("ours_cls, theirs_cls, nsp", [
+    (minibert.BertForPreTraining, transformers.BertForPreTraining, True),
+    (minibert.BertForMaskedLM, transformers.BertForMaskedLM, False),
+], ids=["pretraining", "masked_lm"])
+def test_masked_only_gives_the_same_loss_and_gradients_as_full_logits(tmp_path, ours_cls, theirs_cls, nsp):
+    config = CONFIGS["gelu"]
+    theirs = randomize(theirs_cls(transformers.BertConfig(**config)), seed=5).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = ours_cls.from_pretrained(tmp_path)
+    batch = make_batch(config)
+    inputs = {k: batch[k] for k in INPUTS}
+    labels = dict(labels=batch["mlm_labels"], **(dict(next_sentence_label=batch["nsp_labels"]) if nsp else {}))
+    out = ours(**inputs, **labels, masked_only=True)
+    logits = out.prediction_logits if nsp else out.logits
+    assert logits.shape == ((batch["mlm_labels"] != -100).sum().item(), config["vocab_size"])
+    out.loss.backward()
+    ref = theirs(**inputs, **labels)
+    ref.loss.backward()
+    assert abs(out.loss.item() - ref.loss.item()) < TOL
+    if nsp:
+        assert abs(out.loss.item() - (out.mlm_loss + out.nsp_loss).item()) < 1e-6
+    full_logits = (ref.prediction_logits if nsp else ref.logits)[batch["mlm_labels"] != -100]
+    assert (logits - full_logits).abs().max() < TOL  # the same rows, in the same order
+    grads = dict(theirs.named_parameters())
+    for name, p in ours.named_parameters():
+        assert (p.grad - grads[name].grad).abs().max() < TOL, name
+
+
+def test_positions_give_the_vectors_of_the_full_sequence_at_those_positions():
+    torch.manual_seed(0)
+    model = randomize(minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu_new"])), seed=6).eval()
+    batch = make_batch(CONFIGS["gelu_new"])
+    inputs = {k: batch[k] for k in INPUTS}
+    positions = torch.tensor([[0, 3, 4], [0, 1, 6], [0, 9, 10]])  # row 1 is padded from position 7
+    with torch.no_grad():
+        full = model(**inputs)
+        part = model(**inputs, positions=positions)
+    assert part.last_hidden_state.shape == (3, 3, 48)
+    expected = full.last_hidden_state.gather(1, positions[..., None].expand(-1, -1, 48))
+    assert (part.last_hidden_state - expected).abs().max() < 1e-5
+    assert (part.pooler_output - full.pooler_output).abs().max() < 1e-5  # the pooler reads position 0
+
+
+def test_sentence_heads_read_only_cls_and_match_their_hidden_states_path():
+    """NSP and classification compute only [CLS] in the last layer unless the hidden states are asked for."""
+    for cls in (minibert.BertForNextSentencePrediction, minibert.BertForSequenceClassification):
+        model = randomize(cls(minibert.BertConfig(**CONFIGS["silu"])), seed=7).eval()
+        inputs = {k: make_batch(CONFIGS["silu"])[k] for k in INPUTS}
+        with torch.no_grad():
+            fast, full = model(**inputs), model(**inputs, output_hidden_states=True)
+        assert full.hidden_states[-1].shape[1] == inputs["input_ids"].shape[1]
+        assert (fast.logits - full.logits).abs().max() < 1e-5
+
+
+def test_positions_are_refused_for_a_decoder():
+    model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"], is_decoder=True))
+    with pytest.raises(ValueError, match="positions is for encoders"):
+        model(torch.ones(2, 5, dtype=torch.long), positions=torch.zeros(2, 1, dtype=torch.long))
+
+
+def test_cpu_dropout_drops_p_of_the_elements_and_rescales_the_rest():
+    drop = minibert.model.Dropout(0.1)
+    x = torch.ones(1000, 1000, requires_grad=True)
+    torch.manual_seed(0)
+    y = drop(x)
+    dropped = (y == 0).float().mean().item()
+    assert abs(dropped - 0.1) < 0.002, f"dropped {dropped:.4f} of the elements, not 0.1"
+    assert torch.allclose(y[y != 0], torch.tensor(1 / 0.9))  # kept ones scaled so the mean is unchanged
+    assert abs(y.mean().item() - 1) < 0.01
+    y.sum().backward()
+    assert torch.equal(x.grad, y.detach())  # the gradient flows through the kept elements only
+    for row in (y[:500] == 0, y[:, :500] == 0):  # no stripes: every part of the tensor is dropped alike
+        assert abs(row.float().mean().item() - 0.1) < 0.003
+    torch.manual_seed(0)
+    assert torch.equal(drop(x), y)  # seeded: the same mask
+    assert not torch.equal(drop(x), y)  # next call: a new mask
+    assert torch.equal(drop.eval()(x), x)
+
+
+def test_causal_attention_stays_causal_when_training_with_dropout():
+    """On the CPU, training with attention dropout takes the spelled-out attention; it must still
+    hide the future: changing the last token changes nothing before it."""
+    model = minibert.BertForCausalLM(minibert.BertConfig(**CONFIGS["gelu"], attention_probs_dropout_prob=0.3,
+                                                         hidden_dropout_prob=0.3)).train()
+    ids = torch.randint(5, 99, (2, 9))
+    changed = ids.clone()
+    changed[:, -1] = (ids[:, -1] + 1) % 99
+    torch.manual_seed(1)
+    a = model(ids).logits
+    torch.manual_seed(1)
+    b = model(changed).logits
+    assert torch.allclose(a[:, :-1], b[:, :-1], atol=1e-6)
+    assert not torch.allclose(a[:, -1], b[:, -1])
