@@ -16,8 +16,11 @@ import warnings
 
 from .config import PRESETS
 from .metrics import OBJECTIVES
+from .train import SCHEDULES, TrainArgs
 
 HEAD_NEEDS = {"mlm": "cls.predictions", "nsp": "cls.seq_relationship"}
+TRAIN_OPTIONS = ("steps", "minutes", "batch_size", "max_length", "lr", "warmup", "schedule", "negatives",
+                 "vocab_size", "corpus", "seed", "eval_every")  # passed to pretrain only when given
 
 
 def load_head(folder, cls, needs=None):
@@ -37,10 +40,9 @@ def load_head(folder, cls, needs=None):
 
 def cmd_pretrain(a):
     from .train import pretrain
-    result = pretrain(a.objective, a.preset, steps=a.steps, minutes=a.minutes, out=a.out, resume=a.resume,
-                      save_every=a.save_every, batch_size=a.batch_size, max_length=a.max_length, lr=a.lr,
-                      warmup=a.warmup, schedule=a.schedule, bf16=a.bf16, negatives=a.negatives,
-                      vocab_size=a.vocab_size, corpus=a.corpus, seed=a.seed, eval_every=a.eval_every)
+    given = {k: getattr(a, k) for k in TRAIN_OPTIONS if getattr(a, k) is not None}  # the rest: TrainArgs' defaults
+    result = pretrain(a.objective, a.preset, out=a.out, resume=a.resume, save_every=a.save_every,
+                      bf16=a.bf16, **given)
     print(f"saved to {a.out} after {result.history[-1]['step']} steps: {result.report()}")
 
 
@@ -48,7 +50,7 @@ def cmd_eval(a):
     from .corpus import load_corpus, split_corpus
     from .heads import BertForMaskedLM
     from .metrics import baselines, evaluate, format_metrics, pseudo_perplexity
-    from .train import TrainArgs, model_class, prepare_data, read_state
+    from .train import model_class, prepare_data, read_state
     args = TrainArgs(**read_state(a.dir)["args"])
     model, tokenizer = load_head(a.dir, model_class(args.objective))
     _, train_examples, heldout_examples = prepare_data(args, None, tokenizer)
@@ -102,18 +104,19 @@ def parser():
     p.add_argument("--steps", type=int, help="step budget")
     p.add_argument("--out", required=True, help="checkpoint folder (transformers format)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
-    p.add_argument("--save-every", type=int, default=200)
-    p.add_argument("--batch-size", type=int, default=32)
-    p.add_argument("--max-length", type=int, default=128)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--warmup", type=float, default=0.05)
-    p.add_argument("--schedule", choices=["linear", "cosine"], default="linear")
+    p.add_argument("--save-every", type=int, default=1000, help="steps between checkpoints (default 1000)")
+    p.add_argument("--batch-size", type=int, help=f"sequences per step (default {TrainArgs.batch_size})")
+    p.add_argument("--max-length", type=int, help="tokens per sequence (default 64; 128 for NSP and SOP)")
+    p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 x 128 / hidden size)")
+    p.add_argument("--warmup", type=float, help=f"share of the run spent warming up (default {TrainArgs.warmup:g})")
+    p.add_argument("--schedule", choices=SCHEDULES, help=f"decay after warm-up (default {TrainArgs.schedule})")
     p.add_argument("--bf16", action="store_true")
-    p.add_argument("--negatives", choices=["random", "hard"], default="random")
-    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--negatives", choices=["random", "hard"], help=f"NSP negatives (default {TrainArgs.negatives})")
+    p.add_argument("--vocab-size", type=int,
+                   help=f"WordPiece vocabulary trained for the run (default {TrainArgs.vocab_size})")
     p.add_argument("--corpus", help="a text file, folder or dataset (default: built-in Wikipedia + news)")
-    p.add_argument("--eval-every", type=int)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-every", type=int, help="steps between evaluations (default: 5 per run)")
+    p.add_argument("--seed", type=int, help=f"(default {TrainArgs.seed})")
     p.set_defaults(run=cmd_pretrain)
     p = sub.add_parser("eval", help="held-out metrics of a saved run, beside their baselines")
     p.add_argument("dir")

@@ -89,7 +89,7 @@ def token_accuracy(logits, labels, shift=False, ignore_index=IGNORE_INDEX):
 def read_positions(labels):
     """(B, K) positions the pretraining heads read: [CLS] (position 0, for the pooler) then every
     labelled position, in order; shorter rows are filled with unlabelled positions. The encoder's last
-    layer computes only these (see BertModel's positions): at 15% masking, a sixth of that layer."""
+    layer computes only these (see BertModel's positions): at 15% masking, about one position in six."""
     keep = labels != IGNORE_INDEX
     keep[:, 0] = True
     K = int(keep.sum(1).max())

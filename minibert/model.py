@@ -348,6 +348,10 @@ class BertModel(BertPreTrainedModel):
 
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
         T = x.shape[1]
+        if positions is not None and (positions.dim() != 2 or len(positions) != len(x) or positions.min() < 0
+                                      or positions.max() >= T):
+            raise ValueError(f"positions must be (batch, K) indices in 0..{T - 1}, one row per sequence; got "
+                             f"shape {tuple(positions.shape)}, values {int(positions.min())}..{int(positions.max())}")
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing is padded: let SDPA take its fastest path
         # a decoder without padding or cache can use SDPA's built-in causal mask

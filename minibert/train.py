@@ -31,6 +31,7 @@ from .metrics import (baselines, check_objective, evaluate, format_metrics, make
 from .tokenizer import train_tokenizer
 
 STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
+SCHEDULES = ("linear", "cosine", "wsd")
 
 
 @dataclass
@@ -39,16 +40,19 @@ class TrainArgs:
     preset: str = "tiny"  # model size when no config or model is given
     steps: int | None = None  # stop after this many optimizer steps ...
     minutes: float | None = None  # ... or after this much time, whichever comes first
-    batch_size: int = 32  # sequences per step (per process under torchrun)
-    max_length: int = 128  # tokens per sequence
-    lr: float = 1e-3  # peak learning rate; small models like it high
+    # Minutes-long runs learn most from many small steps: attention heads that read the neighbouring
+    # tokens form only after a few thousand steps, and before they do masked-LM accuracy stays near
+    # the unigram baseline. Hence small batches of short sequences and a learning rate held at its peak.
+    batch_size: int = 16  # sequences per step (per process under torchrun)
+    max_length: int | None = None  # tokens per sequence; None: 64, or 128 for sentence pairs (two segments)
+    lr: float | None = None  # peak learning rate; None: 1e-3 x 128 / hidden_size (tiny 1e-3, mini 5e-4)
     warmup: float = 0.05  # share of the run spent warming up from 0 to lr
-    schedule: str = "linear"  # decay after warm-up: linear or cosine, to 0
+    schedule: str = "wsd"  # decay after warm-up, to 0: linear, cosine, or wsd (constant, then the last 20%)
     weight_decay: float = 0.01  # not applied to biases and LayerNorm
     beta2: float = 0.98  # Adam's second-moment decay (RoBERTa's 0.98 adapts faster than 0.999)
     max_grad_norm: float = 1.0
     bf16: bool = False  # autocast matrix multiplies to bfloat16
-    eval_every: int | None = None  # steps between evaluations; default: 5 per run
+    eval_every: int | None = None  # steps between evaluations; default: 5 spread over the budget
     eval_examples: int = 512  # held-out examples per evaluation
     mlm_probability: float = 0.15
     negatives: str = "random"  # NSP negatives: random | hard
@@ -59,11 +63,13 @@ class TrainArgs:
     seed: int = 0
 
     def __post_init__(self):
-        check_objective(self.objective)
+        pairs = check_objective(self.objective)[1]
+        if self.max_length is None:  # a pair needs room for two segments long enough to show their topic
+            self.max_length = 128 if pairs else 64
         if self.steps is None and self.minutes is None:
             raise ValueError("give a budget: steps=..., minutes=..., or both")
-        if self.schedule not in ("linear", "cosine"):
-            raise ValueError(f"schedule must be 'linear' or 'cosine', got {self.schedule!r}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {self.schedule!r}")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is a share of the run, in [0, 1); got {self.warmup}")
 
@@ -86,13 +92,19 @@ class PretrainResult:
 
 
 def learning_rate(args, progress):
-    """Warm-up to args.lr over the first `warmup` share of the run, then decay to 0."""
+    """Warm-up to args.lr over the first `warmup` share of the run, then decay to 0: linearly, along a
+    cosine, or (wsd: warm-up, stable, decay) only over the last fifth of the run."""
     if progress < args.warmup:
         return args.lr * progress / args.warmup
     decay = (progress - args.warmup) / (1 - args.warmup)
     if args.schedule == "cosine":
         return args.lr * 0.5 * (1 + math.cos(math.pi * min(decay, 1.0)))
+    if args.schedule == "wsd":
+        return args.lr * min(1.0, max(0.0, (1 - progress) / WSD_DECAY))
     return args.lr * max(0.0, 1 - decay)
+
+
+WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
 
 
 def build_examples(args, documents, tokenizer, seed_offset=0):
@@ -142,6 +154,8 @@ class Trainer:
     def __init__(self, model, tokenizer, train_examples, heldout_examples, args, out=None, save_every=None,
                  progress=True, verbose=True):
         self.rank, self.world, self.device = setup_distributed()
+        if args.lr is None:  # wider models need smaller steps
+            args = dataclasses.replace(args, lr=1e-3 * 128 / model.config.hidden_size)
         self.args, self.tokenizer, self.out, self.save_every = args, tokenizer, out, save_every
         self.train_examples, self.heldout_examples = train_examples, heldout_examples[:args.eval_examples]
         if len(train_examples) < args.batch_size * self.world:
@@ -193,12 +207,12 @@ class Trainer:
 
     def train(self, callback=None):
         args = self.args
-        eval_every = args.eval_every or max(1, (args.steps or 500) // 5)
         bar = tqdm(total=args.steps, disable=not self.progress_bar, desc=args.objective, unit="step",
                    initial=self.step)
         started = time.perf_counter() - self.seconds
         running = None
-        while (p := self.progress()) < 1:
+        p = self.progress()
+        while p < 1:
             lr = learning_rate(args, p)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
@@ -211,6 +225,7 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
             self.seconds = time.perf_counter() - started
+            p = self.progress()
             row = {"step": self.step, "seconds": round(self.seconds, 3), "lr": lr, "loss": out.loss.item()}
             for part in ("mlm_loss", "nsp_loss"):
                 if getattr(out, part, None) is not None:
@@ -221,8 +236,8 @@ class Trainer:
             bar.set_postfix(loss=f"{running:.3f}", lr=f"{lr:.1e}")
             if callback is not None:
                 callback(self)
-            if self.step % eval_every == 0:
-                self.evaluate()
+            if (self.step % args.eval_every == 0 if args.eval_every else p >= (len(self.evals) + 1) / 5):
+                self.evaluate()  # every eval_every steps, or at each fifth of the budget (steps or time)
             if self.out and self.save_every and self.step % self.save_every == 0:
                 self.save(self.out)
         bar.close()
@@ -365,8 +380,8 @@ def course_run(objective, corpus, tokenizer, **overrides):
     finished run with the same settings, data and code exists: notebooks needing the same model
     share it, and re-running a notebook takes seconds. Pass overrides to change any setting."""
     steps = overrides.get("steps", COURSE_RUNS[objective])
-    settings = dict(preset="tiny", steps=steps, max_length=64, batch_size=32, eval_every=max(1, steps // 10),
-                    eval_examples=256, progress=False)
+    settings = dict(preset="tiny", steps=steps, max_length=64, batch_size=32, schedule="linear",
+                    eval_every=max(1, steps // 10), eval_examples=256, progress=False)
     settings.update(overrides)
     shown = ("progress", "verbose")  # how a run is displayed does not change the run
     tag = hashlib.sha256(json.dumps({k: v for k, v in settings.items() if k not in shown}, sort_keys=True,

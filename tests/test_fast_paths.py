@@ -67,10 +67,15 @@ def test_sentence_heads_read_only_cls_and_match_their_hidden_states_path():
         assert (fast.logits - full.logits).abs().max() < 1e-5
 
 
-def test_positions_are_refused_for_a_decoder():
+def test_positions_are_refused_for_a_decoder_or_outside_the_sequence():
     model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"], is_decoder=True))
     with pytest.raises(ValueError, match="positions is for encoders"):
         model(torch.ones(2, 5, dtype=torch.long), positions=torch.zeros(2, 1, dtype=torch.long))
+    encoder = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"]))
+    with pytest.raises(ValueError, match=r"indices in 0..4, one row per sequence; got shape \(2, 1\), values 5..5"):
+        encoder(torch.ones(2, 5, dtype=torch.long), positions=torch.full((2, 1), 5))
+    with pytest.raises(ValueError, match="one row per sequence"):
+        encoder(torch.ones(2, 5, dtype=torch.long), positions=torch.zeros(3, 1, dtype=torch.long))
 
 
 def test_cpu_dropout_drops_p_of_the_elements_and_rescales_the_rest():

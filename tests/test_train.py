@@ -103,12 +103,23 @@ def test_reuse_loads_a_finished_run_and_retrains_when_anything_changes(small, tm
 
 
 def test_learning_rate_warms_up_then_decays_to_zero():
-    args = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1)
+    args = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1, schedule="linear")
     assert learning_rate(args, 0.0) == 0.0 and learning_rate(args, 0.05) == pytest.approx(0.5)
     assert learning_rate(args, 0.1) == pytest.approx(1.0) and learning_rate(args, 0.55) == pytest.approx(0.5)
     assert learning_rate(args, 1.0) == pytest.approx(0.0)
     cosine = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1, schedule="cosine")
     assert learning_rate(cosine, 0.55) == pytest.approx(0.5) and learning_rate(cosine, 0.3) > 0.5
+    wsd = minibert.TrainArgs(steps=100, lr=1.0, warmup=0.1, schedule="wsd")  # constant, then the last fifth
+    assert learning_rate(wsd, 0.05) == pytest.approx(0.5) and learning_rate(wsd, 0.8) == pytest.approx(1.0)
+    assert learning_rate(wsd, 0.9) == pytest.approx(0.5) and learning_rate(wsd, 1.0) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="schedule must be one of linear, cosine, wsd"):
+        minibert.TrainArgs(steps=100, schedule="step")
+
+
+def test_evaluations_are_spread_over_the_budget(small):
+    """Without eval_every, five evaluations at each fifth of the run: the curve the notebooks plot."""
+    assert [e["step"] for e in run(small, "mlm", steps=10).evals] == [2, 4, 6, 8, 10]
+    assert [e["step"] for e in run(small, "mlm", steps=10, eval_every=4).evals] == [4, 8, 10]
 
 
 def test_time_budget_stops_the_run(small):
