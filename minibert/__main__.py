@@ -2,6 +2,7 @@
 
     python -m minibert pretrain --objective mlm --preset mini --minutes 5 --out runs/mlm
     python -m minibert eval runs/mlm
+    python -m minibert export runs/mlm checkpoints/my-bert     # bf16 weights + model card with scores
     python -m minibert fill-mask runs/mlm "The [MASK] barks loudly."
     python -m minibert generate runs/clm "Deep learning is"
     python -m minibert next-sentence runs/nsp "It rained all day." "The streets were flooded."
@@ -10,6 +11,7 @@ Several processes or GPUs: torchrun --nproc_per_node 4 -m minibert pretrain ...
 """
 
 import argparse
+import json
 import os
 import sys
 import warnings
@@ -51,7 +53,11 @@ def cmd_eval(a):
     from .heads import BertForMaskedLM
     from .metrics import baselines, evaluate, format_metrics, pseudo_perplexity
     from .train import model_class, prepare_data, read_state
-    args = TrainArgs(**read_state(a.dir)["args"])
+    state = read_state(a.dir)
+    if state.get("documents_in_memory"):
+        raise ValueError(f"{a.dir!r} was trained on documents passed in memory (pretrain(corpus=[...])), which "
+                         "`eval` cannot rebuild: evaluate it in Python with minibert.metrics.evaluate")
+    args = TrainArgs(**state["args"])
     model, tokenizer = load_head(a.dir, model_class(args.objective))
     _, train_examples, heldout_examples = prepare_data(args, None, tokenizer)
     heldout_examples = heldout_examples[:a.examples]
@@ -65,9 +71,20 @@ def cmd_eval(a):
         print(f"pseudo-perplexity on {len(sentences)} held-out sentences: {pseudo_perplexity(mlm, tokenizer, sentences):.1f}")
 
 
+def trained_as(folder):
+    """The architecture a checkpoint's config.json names (BertForPreTraining, BertLMHeadModel, ...)."""
+    from .hub import read_config
+    read_config(folder)  # a missing or broken config.json is named here
+    with open(os.path.join(folder, "config.json")) as f:
+        return (json.load(f).get("architectures") or ["an unnamed architecture"])[0]
+
+
 def cmd_fill_mask(a):
     from .heads import BertForMaskedLM
     model, tokenizer = load_head(a.dir, BertForMaskedLM, "mlm")
+    if trained_as(a.dir) == "BertLMHeadModel":
+        print("note: this checkpoint is a causal LM, trained to read only the words to the left of each "
+              "position; it never learned to fill a [MASK] from both sides", file=sys.stderr)
     for i, candidates in enumerate(model.fill_mask(tokenizer, a.text, top_k=a.top_k)):
         print(f"[MASK] {i + 1}: " + "  ".join(f"{token} {p:.1%}" for token, p in candidates))
 
@@ -76,11 +93,12 @@ def cmd_generate(a):
     import torch
     from .heads import BertForCausalLM, encode_text
     model, tokenizer = load_head(a.dir, BertForCausalLM, "mlm")
-    if model.loading_info["missing_keys"] or "BertLMHeadModel" not in open(os.path.join(a.dir, "config.json")).read():
-        print("note: this checkpoint was not trained as a causal LM; its continuations show what MLM alone "
-              "teaches about the next token (little)", file=sys.stderr)
-    ids = encode_text(tokenizer, a.prompt, drop_final_sep=True)["input_ids"]
-    out = model.generate(ids, max_new_tokens=a.max_new_tokens, do_sample=a.sample, temperature=a.temperature,
+    if model.loading_info["missing_keys"] or trained_as(a.dir) != "BertLMHeadModel":
+        print(f"note: this checkpoint was trained as {trained_as(a.dir)}, not as a causal LM; its continuations "
+              "show what it learned about the next token without being taught it (little)", file=sys.stderr)
+    enc = encode_text(tokenizer, a.prompt, drop_final_sep=True)
+    out = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=a.max_new_tokens,
+                         do_sample=a.sample, temperature=a.temperature,
                          top_k=a.top_k, top_p=a.top_p, eos_token_id=tokenizer.sep_token_id,
                          generator=torch.Generator().manual_seed(a.seed))
     print(tokenizer.decode(out[0], skip_special_tokens=True))
@@ -91,6 +109,12 @@ def cmd_next_sentence(a):
     model, tokenizer = load_head(a.dir, BertForNextSentencePrediction, "nsp")
     p = model.predict_proba_from_text(tokenizer, a.a, a.b)[0]
     print(f"P(B follows A) = {p[0]:.1%}   P(B is random) = {p[1]:.1%}   (label 0 = IsNext, 1 = NotNext)")
+
+
+def cmd_export(a):
+    from .pretrained import export
+    scores = export(a.run_dir, a.dest)
+    print(f"exported {a.run_dir} to {a.dest}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()))
 
 
 def parser():
@@ -110,7 +134,8 @@ def parser():
     p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 x 128 / hidden size)")
     p.add_argument("--warmup", type=float, help=f"share of the run spent warming up (default {TrainArgs.warmup:g})")
     p.add_argument("--schedule", choices=SCHEDULES, help=f"decay after warm-up (default {TrainArgs.schedule})")
-    p.add_argument("--bf16", action="store_true")
+    p.add_argument("--bf16", action=argparse.BooleanOptionalAction,
+                   help="bf16 autocast (default: on where the CPU or GPU multiplies bf16 natively, else fp32)")
     p.add_argument("--negatives", choices=["random", "hard"], help=f"NSP negatives (default {TrainArgs.negatives})")
     p.add_argument("--vocab-size", type=int,
                    help=f"WordPiece vocabulary trained for the run (default {TrainArgs.vocab_size})")
@@ -123,6 +148,10 @@ def parser():
     p.add_argument("--examples", type=int, default=512)
     p.add_argument("--pppl-sentences", type=int, default=20, help="sentences for MLM pseudo-perplexity (0: skip)")
     p.set_defaults(run=cmd_eval)
+    p = sub.add_parser("export", help="a finished run as a shippable checkpoint: bf16 weights, model card, scores")
+    p.add_argument("run_dir", metavar="RUN", help="a finished run folder (pretrain --out)")
+    p.add_argument("dest", help="the checkpoint folder to write")
+    p.set_defaults(run=cmd_export)
     p = sub.add_parser("fill-mask", help="the likeliest words for each [MASK]")
     p.add_argument("dir")
     p.add_argument("text")

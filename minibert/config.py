@@ -1,14 +1,49 @@
 """BertConfig: the hyperparameters of a BERT model, with transformers' field names and defaults.
 
 A `config.json` written by transformers loads here (unknown keys are ignored) and ours loads there.
+Every value is checked when the config is made: a value that cannot work (a width of 0, a dropout of
+1.5, "128" as a string from a hand-edited config.json) is named at once, not as a NaN hours later.
 """
 
 import dataclasses
+import difflib
 import json
 import os
 from dataclasses import dataclass
 
 ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish")
+
+
+# ---- checking values: one helper, and a table saying what each field must be ----
+def is_whole(v):
+    return isinstance(v, int) and not isinstance(v, bool)  # True is an int to Python, not a size
+
+
+def is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def check_value(name, value, ok, must_be):
+    """Raise a ValueError naming `name` and its value unless ok(value). Shared with data.py and tokenizer.py."""
+    if not ok(value):
+        raise ValueError(f"{name}={value!r} cannot work: {name} must be {must_be}")
+
+
+POSITIVE = (lambda v: is_whole(v) and v > 0, "a whole number above 0")
+DROPOUT = (lambda v: is_number(v) and 0 <= v < 1, "a probability in [0, 1) (0 turns dropout off)")
+FLAG = (lambda v: isinstance(v, bool), "True or False (JSON true or false, without quotes)")
+FIELD_RULES = {  # field: (test, what the value must be); the token ids are checked against vocab_size below
+    "vocab_size": POSITIVE, "hidden_size": POSITIVE, "num_hidden_layers": POSITIVE, "num_attention_heads": POSITIVE,
+    "intermediate_size": POSITIVE, "max_position_embeddings": POSITIVE, "type_vocab_size": POSITIVE,
+    "num_labels": POSITIVE,
+    "hidden_dropout_prob": DROPOUT, "attention_probs_dropout_prob": DROPOUT,
+    "classifier_dropout": (lambda v: v is None or DROPOUT[0](v), "None or " + DROPOUT[1]),
+    "layer_norm_eps": (lambda v: is_number(v) and v > 0, "a number above 0, such as 1e-12: LayerNorm divides by "
+                                                         "sqrt(variance + eps), and 0 gives NaN on a constant vector"),
+    "initializer_range": (lambda v: is_number(v) and v > 0, "a number above 0, such as 0.02 (the std of the init)"),
+    "is_decoder": FLAG, "add_cross_attention": FLAG, "tie_word_embeddings": FLAG, "use_cache": FLAG,
+}
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")  # None, or an id of the vocabulary
 
 
 @dataclass
@@ -36,6 +71,11 @@ class BertConfig:
     eos_token_id: int | None = None
 
     def __post_init__(self):
+        for name, (ok, must_be) in FIELD_RULES.items():
+            check_value(name, getattr(self, name), ok, must_be)
+        for name in TOKEN_IDS:
+            check_value(name, getattr(self, name), lambda v: v is None or (is_whole(v) and 0 <= v < self.vocab_size),
+                        f"None or a token id in 0..{self.vocab_size - 1} (vocab_size={self.vocab_size})")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of "
                              f"num_attention_heads ({self.num_attention_heads})")
@@ -79,7 +119,15 @@ class BertConfig:
     # ---- json, in the layout of transformers' config.json ----
     @classmethod
     def from_dict(cls, d, **overrides):
+        """Keys of `d` that BertConfig does not know are ignored (a transformers config.json has many);
+        an unknown override is a typo, and is refused."""
         known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], known, n=1)
+            raise TypeError(f"unknown config field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}"
+                            f"{f' (did you mean {close[0]!r}?)' if close else ''}; the fields of BertConfig are: "
+                            f"{', '.join(sorted(known))}")
         if "id2label" in d and "num_labels" not in d:  # transformers stores the classes as a label map
             d = {**d, "num_labels": len(d["id2label"])}
         return cls(**{k: v for k, v in {**d, **overrides}.items() if k in known})

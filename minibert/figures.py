@@ -3,8 +3,9 @@
 The same input gives the same bytes: fixed examples and seeds, a fixed dpi, and no timestamp or
 version string in the files (matplotlib's Agg renderer, without pyplot). tests/test_figures.py
 redraws them and compares with the ones committed in figures/, so a picture that changes or breaks
-is noticed. The attention, learning-curve and top-k pictures need a briefly trained model: it is
-trained once (about half a minute on a laptop CPU) and then loaded from the cache.
+is noticed. The learning curves are those of the course's live mlm+nsp run (trained once, about a
+minute on a laptop CPU, then loaded from the cache); the attention and top-k pictures read the
+shipped BERT, checkpoints/bert-mlm-nsp.
 """
 
 import os
@@ -54,9 +55,15 @@ class Course:
         return minibert.course_run("mlm+nsp", self.corpus, self.tokenizer, verbose=False)
 
     @cached_property
+    def shipped(self):
+        """The shipped BERT (checkpoints/bert-mlm-nsp), pretrained for minutes rather than seconds."""
+        from minibert import pretrained
+        return minibert.BertForPreTraining.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()
+
+    @cached_property
     def attention(self):
-        """(attentions, tokens) of the trained model on a sentence pair, in eval mode (no dropout)."""
-        model = self.result.model.eval()
+        """(attentions, tokens) of the shipped BERT on a sentence pair, in eval mode (no dropout)."""
+        model = self.shipped
         enc = self.tokenizer(*PAIR, return_tensors="pt", return_token_type_ids=True)
         with torch.no_grad():
             out = model(**enc, output_attentions=True)
@@ -147,13 +154,12 @@ def learning_curves(course):
 
 
 def top_k(course):
-    model = minibert.BertForMaskedLM(course.result.model.config)  # the MLM half of the trained model
-    model.load_state_dict(course.result.model.state_dict(), strict=False)  # (not its pooler and NSP head)
-    model.eval()
+    from minibert import pretrained
+    model = minibert.BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
     candidates = model.fill_mask(course.tokenizer, FILL, top_k=8)
     return viz.plot_top_k(candidates, answer=["the", "africa"], panel_titles=[
         "... spoken predominantly in [MASK] Middle East ...", "... North Africa, the Horn of [MASK], ..."],
-        title=f"Top 8 guesses after {course.result.history[-1]['step']} steps: frequent words first (orange: the true token)")
+        title="The shipped BERT's top 8 guesses for two held-out blanks (orange: the true token)")
 
 
 def objectives(course):

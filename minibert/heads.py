@@ -13,10 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import IGNORE_INDEX, as_tensor, check_generation, check_labels, check_sampling
 from .labels import check_causal_labels
-from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config
-
-IGNORE_INDEX = -100
+from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -55,16 +54,6 @@ class BertPreTrainingHeads(nn.Module):
             self.seq_relationship = nn.Linear(config.hidden_size, 2)  # logits of (IsNext, NotNext)
 
 
-def check_labels(name, labels, shape, num_classes):
-    if tuple(labels.shape) != tuple(shape):
-        raise ValueError(f"{name} has shape {tuple(labels.shape)} but should have shape {tuple(shape)}")
-    if labels.dtype.is_floating_point:
-        raise TypeError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
-    bad = labels[(labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))]
-    if bad.numel():
-        raise ValueError(f"{name} contains {int(bad[0])}: use 0..{num_classes - 1}, or -100 to ignore a position")
-
-
 def token_loss(logits, labels, shift=False, ignore_index=IGNORE_INDEX, reduction="mean"):
     """Cross-entropy of (B, T, V) logits against (B, T) labels; with shift, position t is scored on t+1."""
     if shift:  # move the labels, not the (much larger) logits; the last position has nothing to predict
@@ -77,13 +66,6 @@ def token_loss(logits, labels, shift=False, ignore_index=IGNORE_INDEX, reduction
         loss = loss.view(labels.shape)
         return loss[:, :-1] if shift else loss  # (B, T-1) with shift
     return loss
-
-
-def token_accuracy(logits, labels, shift=False, ignore_index=IGNORE_INDEX):
-    if shift:
-        logits, labels = logits[:, :-1], labels[:, 1:]
-    keep = labels != ignore_index
-    return (logits.argmax(-1)[keep] == labels[keep]).float().mean()
 
 
 def read_positions(labels):
@@ -124,17 +106,28 @@ def masked_lm(head, hidden, labels, masked_only):
     return logits, token_loss(logits, labels)
 
 
+def mlm_fields(logits, masked, name="logits"):
+    """Where the MLM logits go in the output. (B, T, V) logits go to `name`; the (N, V) logits of
+    masked_only go to masked_logits, beside masked_positions (B, T), True at the N labelled positions.
+    Code written for one shape then finds None where it expects the other, instead of misreading it."""
+    return {name: logits} if masked is None else dict(masked_logits=logits, masked_positions=masked)
+
+
+def positions_from_mask(attention_mask):
+    """Position ids that count from each row's first real token, as transformers' generate does: a
+    left-padded prompt gets the positions it would have without its padding (padding gets 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
 def encode_text(tokenizer, text_a, text_b=None, device=None, drop_final_sep=False):
     """Tokenize raw text as BERT does ([CLS] A [SEP] (B [SEP])). For next-token prediction the final
-    [SEP] must go, or the model would predict what follows the end marker: it becomes padding."""
-    enc = tokenizer(text_a, text_b, return_tensors="pt", padding=True, return_token_type_ids=True)
-    enc = {k: v.to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-    if drop_final_sep:
-        last = enc["attention_mask"].sum(1) - 1  # index of the final [SEP] in each row
-        rows = torch.arange(len(last), device=last.device)
-        enc["input_ids"][rows, last] = tokenizer.pad_token_id
-        enc["attention_mask"][rows, last] = 0
-    return enc
+    [SEP] must go, or the model would predict what follows the end marker: drop_final_sep pads the rows
+    on the left, so that each ends with its [SEP], and drops that last column. The result is a batch of
+    prompts that generate continues."""
+    side = dict(padding_side="left") if drop_final_sep else {}
+    enc = tokenizer(text_a, text_b, return_tensors="pt", padding=True, return_token_type_ids=True, **side)
+    keep = slice(None, -1) if drop_final_sep else slice(None)
+    return {k: v[:, keep].to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
 
 
 class BertForMaskedLM(BertPreTrainedModel):
@@ -149,26 +142,28 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, masked_only=False, output_attentions=False,
-                output_hidden_states=False):
+                output_hidden_states=False, return_dict=None):
+        """With labels and masked_only=True the logits are computed at the labelled positions only:
+        masked_logits (N, V) and masked_positions (B, T) are set, logits stays None (see mlm_fields)."""
+        masked = labels != IGNORE_INDEX if masked_only and labels is not None else None
         positions = None
-        if masked_only and labels is not None and not (output_attentions or output_hidden_states):
+        if masked is not None and not (output_attentions or output_hidden_states):
             positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                         positions=positions)
-        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked_only)
-        return ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked is not None)
+        return model_output(ModelOutput(loss=loss, **mlm_fields(logits, masked), hidden_states=out.hidden_states,
+                                        attentions=out.attentions), return_dict)
 
     def get_loss(self, labels, **inputs):
         return self(labels=labels, masked_only=True, **inputs).loss
 
-    @torch.no_grad()
-    def get_accuracy(self, labels, **inputs):
-        return token_accuracy(self(**inputs).logits, labels)
-
-    @torch.no_grad()
-    def predict_token_ids(self, **inputs):
-        return self(**inputs).logits.argmax(-1)  # (B, T)
+    def get_perplexity(self, tokenizer, text, batch_size=64):
+        """Pseudo-perplexity of a text or a list of texts: each token masked in turn and scored (see
+        metrics.pseudo_perplexity). A masked LM has no left-to-right perplexity; lower is better."""
+        from .metrics import pseudo_perplexity  # imported here: metrics builds on the models, not the reverse
+        return pseudo_perplexity(self, tokenizer, [text] if isinstance(text, str) else text, batch_size)
 
     @torch.no_grad()
     def fill_mask(self, tokenizer, text, top_k=5):
@@ -193,7 +188,8 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False):
+                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None):
         cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
@@ -203,7 +199,12 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         if labels is not None:
             check_labels("labels (0 = IsNext, 1 = NotNext)", labels, logits.shape[:1], 2)
             loss = F.cross_entropy(logits, labels)
-        return ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
+                                        attentions=out.attentions), return_dict)
+
+    def get_loss(self, labels, **inputs):
+        """Cross-entropy of the (B,) labels: 0 = B follows A, 1 = B is random."""
+        return self(labels=labels, **inputs).loss
 
     @torch.no_grad()
     def predict_proba(self, **inputs):
@@ -227,14 +228,17 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, next_sentence_label=None, masked_only=False,
-                output_attentions=False, output_hidden_states=False):
+                output_attentions=False, output_hidden_states=False, return_dict=None):
+        """With labels and masked_only=True the MLM logits are computed at the labelled positions only:
+        masked_logits (N, V) and masked_positions (B, T) are set, prediction_logits stays None."""
+        masked = labels != IGNORE_INDEX if masked_only and labels is not None else None
         positions = None  # with masked_only, the last layer computes [CLS] and the masked positions only
-        if masked_only and labels is not None and not (output_attentions or output_hidden_states):
+        if masked is not None and not (output_attentions or output_hidden_states):
             positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                         positions=positions)
-        mlm_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked_only)
+        mlm_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked is not None)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         nsp_loss = None
         if next_sentence_label is not None:
@@ -242,9 +246,10 @@ class BertForPreTraining(BertPreTrainedModel):
                          nsp_logits.shape[:1], 2)
             nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
-        return ModelOutput(loss=sum(parts) if parts else None, prediction_logits=mlm_logits,
-                           seq_relationship_logits=nsp_logits, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
-                           hidden_states=out.hidden_states, attentions=out.attentions)
+        return model_output(ModelOutput(loss=sum(parts) if parts else None,
+                                        **mlm_fields(mlm_logits, masked, "prediction_logits"),
+                                        seq_relationship_logits=nsp_logits, mlm_loss=mlm_loss, nsp_loss=nsp_loss,
+                                        hidden_states=out.hidden_states, attentions=out.attentions), return_dict)
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
@@ -259,7 +264,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False):
+                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None):
         cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
@@ -271,7 +277,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
         elif labels is not None:
             check_labels("labels", labels, logits.shape[:1], self.config.num_labels)
             loss = F.cross_entropy(logits, labels)
-        return ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states, attentions=out.attentions)
+        return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
+                                        attentions=out.attentions), return_dict)
 
 
 class BertForCausalLM(BertPreTrainedModel):
@@ -292,7 +299,8 @@ class BertForCausalLM(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None, labels=None,
-                past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False):
+                past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False,
+                return_dict=None):
         if labels is not None:
             shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
             check_labels("labels", labels, shape, self.config.vocab_size)
@@ -309,32 +317,33 @@ class BertForCausalLM(BertPreTrainedModel):
                         output_attentions, output_hidden_states)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = token_loss(logits, labels, shift=True) if labels is not None else None
-        return ModelOutput(loss=loss, logits=logits, past_key_values=out.past_key_values,
-                           hidden_states=out.hidden_states, attentions=out.attentions,
-                           cross_attentions=out.cross_attentions)
+        return model_output(ModelOutput(loss=loss, logits=logits, past_key_values=out.past_key_values,
+                                        hidden_states=out.hidden_states, attentions=out.attentions,
+                                        cross_attentions=out.cross_attentions), return_dict)
 
     # ---- convenience methods: losses and predictions without writing the shift yourself ----
     def get_loss(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, reduction="mean", **inputs):
+        labels = as_tensor("labels", labels, self.device)
         return token_loss(self(**inputs).logits, labels, shift_labels, ignore_index, reduction)
-
-    @torch.no_grad()
-    def get_accuracy(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
-        return token_accuracy(self(**inputs).logits, labels, shift_labels, ignore_index)
 
     @torch.no_grad()
     def get_perplexity(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
         return self.get_loss(labels, shift_labels=shift_labels, ignore_index=ignore_index, **inputs).exp()
 
     @torch.no_grad()
-    def predict_token_ids(self, **inputs):
-        return self(**inputs).logits.argmax(-1)  # (B, T): the guess for the token after each position
-
-    @torch.no_grad()
     def get_next_token_logits(self, **inputs):
+        """(B, V): the scores of the token after each row's last real token. Rows may be padded on the
+        right or on the left; left-padded rows get the positions they would have without padding."""
+        mask = as_tensor("attention_mask", inputs.get("attention_mask"), self.device)
+        if mask is not None and inputs.get("position_ids") is None:
+            inputs["position_ids"] = positions_from_mask(mask)
         logits = self(**inputs).logits  # (B, T, V)
-        mask = inputs.get("attention_mask")
-        last = mask.sum(1) - 1 if mask is not None else torch.full((len(logits),), logits.shape[1] - 1)
-        return logits[torch.arange(len(logits)), last.to(logits.device)]  # (B, V) at each last real token
+        T = logits.shape[1]
+        if mask is None:
+            last = torch.full((len(logits),), T - 1, device=logits.device)
+        else:  # the index of the last 1 of each row
+            last = (torch.arange(T, device=mask.device) * mask).argmax(1).to(logits.device)
+        return logits[torch.arange(len(logits), device=logits.device), last]
 
     def predict_next_token_id(self, **inputs):
         return self.get_next_token_logits(**inputs).argmax(-1)  # (B,)
@@ -352,23 +361,41 @@ class BertForCausalLM(BertPreTrainedModel):
                                                         drop_final_sep=True))
 
     @torch.no_grad()
-    def generate(self, input_ids, max_new_tokens=20, do_sample=False, temperature=1.0, top_k=None, top_p=None,
+    def generate(self, input_ids, max_new_tokens=None, do_sample=False, temperature=1.0, top_k=None, top_p=None,
                  eos_token_id=None, use_cache=True, generator=None, encoder_hidden_states=None,
-                 encoder_attention_mask=None):
-        """Append max_new_tokens tokens to each prompt (all prompts of a batch have the same length).
-        Greedy by default; do_sample draws from the softmax with temperature, top_k and top_p. After a
-        row produces eos_token_id it is filled with padding, as in transformers."""
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}")
+                 encoder_attention_mask=None, attention_mask=None, num_return_sequences=1, pad_token_id=None,
+                 max_length=None):
+        """Append max_new_tokens tokens (20 by default; or up to max_length tokens, prompt included) to
+        each prompt. Greedy by default; do_sample draws from the softmax with temperature, top_k and
+        top_p, num_return_sequences times per prompt (the copies of a prompt come one after the other).
+
+        Prompts of different lengths go in padded on the left with their attention_mask (0 on padding),
+        so the new tokens follow each prompt directly; positions count from each prompt's first real
+        token, as in transformers. After a row produces eos_token_id it is filled with pad_token_id
+        (config.pad_token_id by default), as in transformers."""
+        input_ids = as_tensor("input_ids", input_ids, self.device)
+        mask = as_tensor("attention_mask", attention_mask, self.device)
+        max_new_tokens = check_generation(input_ids, mask, max_new_tokens, max_length, num_return_sequences,
+                                          do_sample)
+        if do_sample:
+            check_sampling(temperature, top_k, top_p)
         total = input_ids.shape[1] + max_new_tokens
         if total > self.config.max_position_embeddings:
             raise ValueError(f"prompt + max_new_tokens = {total} tokens, more than max_position_embeddings="
                              f"{self.config.max_position_embeddings}")
+        pad_token_id = self.config.pad_token_id if pad_token_id is None else pad_token_id
+        if num_return_sequences > 1:  # each prompt, and what goes with it, num_return_sequences times
+            input_ids, mask, encoder_hidden_states, encoder_attention_mask = (
+                None if x is None else x.repeat_interleave(num_return_sequences, dim=0)
+                for x in (input_ids, mask, encoder_hidden_states, encoder_attention_mask))
         ids, past = input_ids, None
         done = torch.zeros(len(ids), dtype=torch.bool, device=ids.device)
         for _ in range(max_new_tokens):
-            out = self(ids[:, -1:] if past is not None else ids, past_key_values=past, use_cache=use_cache,
-                       encoder_hidden_states=encoder_hidden_states, encoder_attention_mask=encoder_attention_mask)
+            step = ids if past is None else ids[:, -1:]  # the cache holds the earlier tokens: feed the newest
+            position_ids = None if mask is None else positions_from_mask(mask)[:, -step.shape[1]:]
+            out = self(step, attention_mask=mask, position_ids=position_ids, past_key_values=past,
+                       use_cache=use_cache, encoder_hidden_states=encoder_hidden_states,
+                       encoder_attention_mask=encoder_attention_mask)
             past = out.past_key_values if use_cache else None
             logits = out.logits[:, -1]  # (B, V)
             if do_sample:
@@ -376,9 +403,11 @@ class BertForCausalLM(BertPreTrainedModel):
             else:
                 next_id = logits.argmax(-1)
             if eos_token_id is not None:
-                next_id = next_id.masked_fill(done, self.config.pad_token_id)
+                next_id = next_id.masked_fill(done, pad_token_id)
                 done |= next_id == eos_token_id
             ids = torch.cat([ids, next_id[:, None]], dim=1)
+            if mask is not None:  # the new token is a real one
+                mask = torch.cat([mask, mask.new_ones(len(mask), 1)], dim=1)
             if done.all():
                 break
         return ids
@@ -387,10 +416,7 @@ class BertForCausalLM(BertPreTrainedModel):
 def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
     """Draw one token per row of (B, V) logits. temperature < 1 sharpens, > 1 flattens; top_k keeps
     the k most likely tokens; top_p keeps the smallest set whose probability reaches p."""
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}; use do_sample=False for greedy decoding")
-    if top_p is not None and not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    check_sampling(temperature, top_k, top_p)
     logits = logits / temperature
     if top_k is not None:
         kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)

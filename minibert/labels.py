@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
-IGNORE_INDEX = -100
+IGNORE_INDEX = -100  # the label every loss skips: padding, unmasked positions (the one definition)
 
 
 def shift_labels(labels, ignore_index=IGNORE_INDEX):

@@ -37,7 +37,7 @@ def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None):
         return MLMCollator(tokenizer, mlm_probability, seed=seed)
     if objective == "clm":
         return CausalLMCollator(tokenizer)
-    return lambda examples: collate(examples, tokenizer.pad_token_id)  # NSP / SOP alone: nothing is masked
+    return lambda examples: collate(examples, tokenizer.pad_token_id, len(tokenizer))  # NSP / SOP: nothing masked
 
 
 def model_inputs(objective, batch, masked_only=True):
@@ -68,10 +68,8 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, ml
     for i in range(0, len(examples), batch_size):
         batch = {k: v.to(device) for k, v in collator(examples[i:i + batch_size]).items()}
         out = model(**model_inputs(objective, batch))
-        if mlm:  # logits only at the masked positions (masked_only), in order
-            logits = out.prediction_logits if pairs else out.logits
-            targets = batch["labels"][batch["labels"] != IGNORE_INDEX]
-            add_token_scores(total, "mlm", logits, targets)
+        if mlm:  # masked_only: (N, V) logits at the N masked positions, in order
+            add_token_scores(total, "mlm", out.masked_logits, batch["labels"][out.masked_positions])
         if objective == "clm":
             logits, targets = out.logits[:, :-1], batch["labels"][:, 1:]  # position t predicts t+1
             keep = targets != IGNORE_INDEX

@@ -4,10 +4,11 @@ Embeddings -> N x BertLayer (attention, add & norm, feed-forward, add & norm) ->
 The same blocks run as a decoder (causal self-attention, optional cross-attention, a key/value
 cache) for BertForCausalLM. Task heads live in heads.py; checkpoint files in hub.py.
 
-Left out on purpose: TensorFlow loading, head pruning, gradient checkpointing, tuple outputs.
+Left out on purpose: TensorFlow loading, head pruning, gradient checkpointing.
 """
 
 import dataclasses
+import inspect
 import math
 from dataclasses import dataclass
 from functools import partial
@@ -16,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
 from .config import BertConfig
 
 ACT2FN = {
@@ -30,22 +32,58 @@ ACT2FN = {
 
 @dataclass
 class ModelOutput:
-    """What every model returns; a field a model does not produce stays None."""
+    """What every model returns; a field a model does not produce stays None.
+
+    Read a field by name (out.loss, out["loss"]) or, as with transformers' outputs, by position among
+    the fields that are set, in the order below: out[0], out[1:], loss, logits = out, out.to_tuple().
+    A forward called with return_dict=False returns that tuple itself.
+    """
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     prediction_logits: torch.Tensor | None = None  # BertForPreTraining: MLM logits
     seq_relationship_logits: torch.Tensor | None = None  # BertForPreTraining: NSP logits
-    mlm_loss: torch.Tensor | None = None
-    nsp_loss: torch.Tensor | None = None
     last_hidden_state: torch.Tensor | None = None
     pooler_output: torch.Tensor | None = None
     past_key_values: tuple | None = None
     hidden_states: tuple | None = None
     attentions: tuple | None = None
     cross_attentions: tuple | None = None
+    # minibert's own fields come last, so that positions agree with transformers' outputs
+    mlm_loss: torch.Tensor | None = None  # BertForPreTraining: the two parts of loss
+    nsp_loss: torch.Tensor | None = None
+    masked_logits: torch.Tensor | None = None  # masked_only=True: (N, V), one row per labelled position...
+    masked_positions: torch.Tensor | None = None  # ...where this (B, T) boolean mask is True, in reading order
 
-    def __getitem__(self, key):
-        return getattr(self, key)
+    def keys(self):
+        """The names of the fields that are set, in order."""
+        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
+
+    def items(self):
+        return [(k, getattr(self, k)) for k in self.keys()]
+
+    def to_tuple(self):
+        return tuple(getattr(self, k) for k in self.keys())
+
+    def __getitem__(self, key):  # out["logits"] by name, out[0] or out[1:] by position
+        if isinstance(key, str):
+            if key not in {f.name for f in dataclasses.fields(self)}:
+                raise KeyError(f"ModelOutput has no field {key!r}; the fields set here are {self.keys()}")
+            return getattr(self, key)
+        return self.to_tuple()[key]
+
+    def __iter__(self):  # loss, logits = out
+        return iter(self.to_tuple())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def __contains__(self, key):  # "loss" in out
+        return key in self.keys()
+
+
+def model_output(out, return_dict):
+    """transformers' convention: return_dict=False returns a tuple (ModelOutput.to_tuple), else the ModelOutput."""
+    return out.to_tuple() if return_dict is False else out
 
 
 class Dropout(nn.Dropout):
@@ -236,45 +274,6 @@ def attention_bias(attention_mask, q_len, k_len, causal, dtype):
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
-def check_ids(name, ids, upper, what):
-    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}; use .long()")
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= upper):
-        bad = int(ids.max()) if int(ids.max()) >= upper else int(ids.min())
-        raise ValueError(f"{name} contains {bad}, outside 0..{upper - 1} ({what})")
-
-
-def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length):
-    """Turn the mistakes users make into a sentence instead of an IndexError deep inside torch."""
-    if (input_ids is None) == (inputs_embeds is None):
-        raise ValueError("pass exactly one of input_ids or inputs_embeds")
-    if input_ids is not None:
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
-                             "for one sequence use input_ids[None]")
-        check_ids("input_ids", input_ids, config.vocab_size,
-                  f"vocab_size={config.vocab_size}: was the model built for another tokenizer?")
-        shape = tuple(input_ids.shape)
-    else:
-        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
-            raise ValueError(f"inputs_embeds must have shape (batch, seq_len, {config.hidden_size}), "
-                             f"got {tuple(inputs_embeds.shape)}")
-        shape = tuple(inputs_embeds.shape[:2])
-    if past_length + shape[1] > config.max_position_embeddings:
-        raise ValueError(f"sequence of {past_length + shape[1]} tokens is longer than "
-                         f"max_position_embeddings={config.max_position_embeddings}; truncate it")
-    if attention_mask is not None and tuple(attention_mask.shape) != (shape[0], past_length + shape[1]):
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape "
-                         f"{shape}" + (f" after {past_length} cached tokens" if past_length else ""))
-    if token_type_ids is not None:
-        if tuple(token_type_ids.shape) != shape:
-            raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)}, input has shape {shape}")
-        check_ids("token_type_ids", token_type_ids, config.type_vocab_size,
-                  f"type_vocab_size={config.type_vocab_size} segments")
-    if position_ids is not None:
-        check_ids("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
-
-
 class BertPreTrainedModel(nn.Module):
     """Shared by every model: weight init and transformers-format checkpoints."""
     hf_architecture = None  # the transformers class that reads our checkpoints
@@ -300,12 +299,29 @@ class BertPreTrainedModel(nn.Module):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
 
+    def __call__(self, *args, **kwargs):
+        """Run forward as nn.Module does, after turning ids, masks and labels given as lists or numpy
+        arrays into tensors on the model's device (a tensor is passed on as it is)."""
+        arguments = inspect.signature(self.forward).bind(*args, **kwargs).arguments  # every argument by name
+        for name in arguments:
+            if name in ID_ARGUMENTS:
+                arguments[name] = as_tensor(name, arguments[name], self.device)
+        return super().__call__(**arguments)
+
     @property
     def device(self):
         return next(self.parameters()).device
 
-    def num_parameters(self):
-        return sum(p.numel() for p in self.parameters())  # tied weights are counted once
+    @property
+    def dtype(self):
+        return next(self.parameters()).dtype
+
+    def num_parameters(self, only_trainable=False, exclude_embeddings=False):
+        """The number of parameters, as transformers counts them: tied weights once, and without the
+        embedding tables (word, position, segment) when exclude_embeddings is set."""
+        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
+        return sum(p.numel() for p in self.parameters()  # parameters() yields a tied weight once
+                   if (p.requires_grad or not only_trainable) and not (exclude_embeddings and id(p) in embeddings))
 
     @classmethod
     def from_pretrained(cls, path, **config_overrides):
@@ -333,7 +349,7 @@ class BertModel(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None,
                 past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False,
-                positions=None):
+                positions=None, return_dict=None):
         """positions, (B, K) indices, is for heads that read only a few positions (the masked ones, [CLS]):
         the last layer then computes only those (their attention still reads every token) and
         last_hidden_state is (B, K, C). The pooler reads the first of them, which should be [CLS] (0)."""
@@ -371,14 +387,14 @@ class BertModel(BertPreTrainedModel):
             attentions += (att,)
             cross_attentions += (cross_att,)
             presents += (kv,)
-        return ModelOutput(
+        return model_output(ModelOutput(
             last_hidden_state=x,
             pooler_output=self.pooler(x) if self.pooler is not None else None,
             past_key_values=presents if use_cache else None,
             hidden_states=hidden_states if output_hidden_states else None,
             attentions=attentions if output_attentions else None,
             cross_attentions=cross_attentions if output_attentions and encoder_hidden_states is not None else None,
-        )
+        ), return_dict)
 
 
 def decoder_config(config):

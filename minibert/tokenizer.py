@@ -9,6 +9,9 @@ import time
 
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
+from .config import check_value, is_whole
+from .data import check_documents
+
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4
 
 
@@ -17,20 +20,27 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
     transformers fast tokenizer whose pairs come out as [CLS] A [SEP] B [SEP] with segment ids."""
     from transformers import BertTokenizerFast  # imported here: transformers is slow to import
 
+    check_documents(documents)  # a flat list of strings would train on its characters
+    check_value("vocab_size", vocab_size, lambda n: is_whole(n) and n > 0, "a whole number above 0")
+    check_value("min_frequency", min_frequency, lambda n: is_whole(n) and n >= 0, "a whole number, 0 or more")
     sentences = [s for doc in documents for s in doc]
-    if not sentences:
-        raise ValueError("cannot train a tokenizer on an empty corpus")
-    if vocab_size <= len(SPECIAL_TOKENS):
-        raise ValueError(f"vocab_size={vocab_size} leaves no room beside the {len(SPECIAL_TOKENS)} special tokens")
     start = time.perf_counter()
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True, strip_accents=True, clean_text=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    words = {word for s in sentences for word, _ in tok.pre_tokenizer.pre_tokenize_str(tok.normalizer.normalize_str(s))}
+    # WordPiece always keeps every character, and the ## piece of every character seen inside a word,
+    # whatever vocab_size says: below that floor it would silently return a larger vocabulary.
+    characters = {c for word in words for c in word}
     # The trainer numbers the ##pieces of single characters in hash-map order, and those numbers break
     # ties between merges: vocabularies differed from one run to the next (huggingface/tokenizers#1794).
     # Giving it those pieces up front, sorted, makes training repeatable.
-    pieces = sorted({"##" + c for s in sentences for word, _ in tok.pre_tokenizer.pre_tokenize_str(
-        tok.normalizer.normalize_str(s)) for c in word[1:]})
+    pieces = sorted({"##" + c for word in words for c in word[1:]})
+    smallest = len(SPECIAL_TOKENS) + len(characters) + len(pieces)
+    if vocab_size < smallest:
+        raise ValueError(f"vocab_size={vocab_size} is too small for this corpus: its {len(characters)} characters, "
+                         f"their {len(pieces)} ## pieces and the {len(SPECIAL_TOKENS)} special tokens need "
+                         f"{smallest}. Use vocab_size={smallest} or more (BERT used 30522)")
     trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
                                         special_tokens=SPECIAL_TOKENS + pieces, continuing_subword_prefix="##",
                                         show_progress=False)  # its progress bar prints blank lines

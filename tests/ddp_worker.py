@@ -9,6 +9,8 @@ import torch
 import minibert
 
 out = sys.argv[1]
+# "minutes": a time budget as well (each step then broadcasts how far the run is), with saves on the way
+budget = dict(minutes=10, save_every=2) if sys.argv[2:] == ["minutes"] else {}
 corpus = minibert.load_corpus()
 docs = minibert.Corpus(corpus[:40], corpus.titles[:40])
 tokenizer = minibert.train_tokenizer(docs, vocab_size=1500)
@@ -24,7 +26,7 @@ def record(trainer):
 
 result = minibert.pretrain("mlm+nsp", config=config, corpus=docs, tokenizer=tokenizer, steps=6, batch_size=4,
                            max_length=64, eval_examples=16, progress=False, verbose=False, callback=record,
-                           out=os.path.join(out, "run"))
+                           out=os.path.join(out, "run"), **budget)
 rank = torch.distributed.get_rank()
 trace["world_size"] = torch.distributed.get_world_size()
 trace["final"] = {k: v.tolist() for k, v in result.model.state_dict().items() if k.endswith("LayerNorm.weight")}

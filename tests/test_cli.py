@@ -61,3 +61,30 @@ def test_missing_and_foreign_folders_give_clear_errors(runs, tmp_path):
     assert out.returncode == 2 and "has no NSP head" in out.stderr
     out = cli("pretrain", "--objective", "mlm", "--out", tmp_path / "x", check=False)
     assert out.returncode == 2 and "give a budget" in out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--steps", 0], "steps must be positive, got 0"),
+    (["--steps", -5], "steps must be positive, got -5"),
+    (["--minutes", -1], "minutes must be positive, got -1"),
+    (["--steps", 5, "--batch-size", 0], "batch_size must be positive, got 0"),
+])
+def test_budgets_that_would_never_stop_are_errors(tmp_path, args, message):
+    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", *args, "--out", tmp_path / "run", check=False)
+    assert out.returncode == 2 and message in out.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_eval_refuses_a_run_trained_on_documents_in_memory(tmp_path, corpus):
+    import minibert
+    docs = minibert.Corpus(corpus[:30], corpus.titles[:30])
+    tok = minibert.train_tokenizer(docs, vocab_size=1000)
+    minibert.pretrain("mlm", preset="tiny", corpus=docs, tokenizer=tok, steps=2, batch_size=4, eval_examples=8,
+                      out=tmp_path / "run", progress=False, verbose=False)
+    out = cli("eval", tmp_path / "run", check=False)
+    assert out.returncode == 2 and "trained on documents passed in memory" in out.stderr
+
+
+def test_fill_mask_on_a_causal_model_says_what_it_is(runs):
+    out = cli("fill-mask", runs / "clm", "the [MASK] was hot.")
+    assert "is a causal LM" in out.stderr

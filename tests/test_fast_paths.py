@@ -26,15 +26,17 @@ def test_masked_only_gives_the_same_loss_and_gradients_as_full_logits(tmp_path, 
     inputs = {k: batch[k] for k in INPUTS}
     labels = dict(labels=batch["mlm_labels"], **(dict(next_sentence_label=batch["nsp_labels"]) if nsp else {}))
     out = ours(**inputs, **labels, masked_only=True)
-    logits = out.prediction_logits if nsp else out.logits
+    logits = out.masked_logits
     assert logits.shape == ((batch["mlm_labels"] != -100).sum().item(), config["vocab_size"])
+    assert torch.equal(out.masked_positions, batch["mlm_labels"] != -100)
+    assert out.logits is None and out.prediction_logits is None  # the (B, T, V) fields stay empty
     out.loss.backward()
     ref = theirs(**inputs, **labels)
     ref.loss.backward()
     assert abs(out.loss.item() - ref.loss.item()) < TOL
     if nsp:
         assert abs(out.loss.item() - (out.mlm_loss + out.nsp_loss).item()) < 1e-6
-    full_logits = (ref.prediction_logits if nsp else ref.logits)[batch["mlm_labels"] != -100]
+    full_logits = (ref.prediction_logits if nsp else ref.logits)[out.masked_positions]
     assert (logits - full_logits).abs().max() < TOL  # the same rows, in the same order
     grads = dict(theirs.named_parameters())
     for name, p in ours.named_parameters():

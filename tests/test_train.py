@@ -184,3 +184,52 @@ def test_bad_settings_are_refused(small):
         run(small, "mlm", batch_size=100_000)
     with pytest.raises(ValueError, match="not a minibert training run"):
         minibert.pretrain(out="/nonexistent-folder", resume=True, steps=1)
+
+
+@pytest.mark.parametrize("setting, message", [
+    (dict(steps=0), "steps must be positive, got 0"),
+    (dict(steps=-5), "steps must be positive, got -5"),
+    (dict(steps=None, minutes=-1), "minutes must be positive, got -1"),
+    (dict(batch_size=0), "batch_size must be positive, got 0"),
+    (dict(lr=-1e-3), "lr must be positive"),
+    (dict(lr=float("nan")), "lr must be positive, got nan"),
+])
+def test_budgets_and_sizes_that_cannot_work_are_refused_before_training(small, setting, message):
+    with pytest.raises(ValueError, match=message):
+        run(small, "mlm", **setting)
+
+
+def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_checkpoint(small, tmp_path):
+    def poison(trainer):  # after step 3, a weight turns into NaN: step 4's loss is NaN
+        if trainer.step == 3:
+            with torch.no_grad():
+                trainer.model.bert.embeddings.LayerNorm.weight.fill_(float("nan"))
+    with pytest.raises(FloatingPointError, match=r"loss became nan at step 4.*still holds the checkpoint of step 2"):
+        run(small, "mlm", out=tmp_path / "run", save_every=2, callback=poison)
+    saved = minibert.BertForMaskedLM.from_pretrained(tmp_path / "run")
+    assert all(torch.isfinite(p).all() for p in saved.parameters())
+    assert minibert.train.read_state(tmp_path / "run")["step"] == 2
+
+
+def test_an_output_path_that_is_a_file_is_refused_before_training(small, tmp_path):
+    (tmp_path / "taken").write_text("a file")
+    calls = []
+    with pytest.raises(ValueError, match="is a file; a checkpoint is a folder"):
+        run(small, "mlm", out=tmp_path / "taken", callback=lambda t: calls.append(t.step))
+    assert calls == []
+
+
+def test_bf16_only_where_the_hardware_does_it(monkeypatch, capsys):
+    from minibert import train
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(train, "bf16_is_native", lambda device: False)  # an AVX2-only laptop
+    assert train.resolve_bf16(None, cpu) is False and capsys.readouterr().out == ""  # default: fp32, quietly
+    assert train.resolve_bf16(True, cpu) is False  # asked for: fp32 all the same, with a note
+    assert "no native bf16" in capsys.readouterr().out
+    monkeypatch.setattr(train, "bf16_is_native", lambda device: True)  # AVX-512 BF16, AMX or a recent GPU
+    assert train.resolve_bf16(None, cpu) is True and train.resolve_bf16(False, cpu) is False
+
+
+def test_the_precision_a_run_used_is_recorded(small, tmp_path):
+    run(small, "mlm", out=tmp_path / "run", bf16=False)
+    assert minibert.train.read_state(tmp_path / "run")["bf16"] is False

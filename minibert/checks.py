@@ -1,0 +1,126 @@
+"""Input checks shared by the models: the mistakes users make become a sentence that names the argument
+and says what to do, instead of an error from deep inside torch.
+
+model.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels) and the
+settings of generate (check_generation).
+"""
+
+from numbers import Integral
+
+import numpy as np
+import torch
+
+from .labels import IGNORE_INDEX
+
+# The arguments that hold ids, masks or labels: a forward also takes them as a list or a numpy array.
+ID_ARGUMENTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "labels", "next_sentence_label",
+                "encoder_attention_mask")
+
+
+def as_tensor(name, value, device=None):
+    """value as a tensor on device when it is a list, tuple or numpy array; a tensor or None as is."""
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{name} must be a tensor, a list or a numpy array of integers, got "
+                         f"{type(value).__name__}" + ("; tokenize the text first" if isinstance(value, str) else ""))
+    try:
+        tensor = torch.as_tensor(value, device=device)
+    except (ValueError, TypeError) as e:  # ragged rows, strings, None inside...
+        raise ValueError(f"{name} could not become a tensor ({e}); pass rows of one length (pad the short "
+                         "ones and pass an attention_mask) holding integers only") from None
+    integers = not tensor.is_floating_point() and tensor.dtype != torch.bool
+    return tensor.long() if integers else tensor  # int32 from numpy: the losses need int64
+
+
+def check_ids(name, ids, upper, what):
+    if ids.dtype.is_floating_point or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}; use .long()")
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= upper):
+        bad = int(ids.max()) if int(ids.max()) >= upper else int(ids.min())
+        raise ValueError(f"{name} contains {bad}, outside 0..{upper - 1} ({what})")
+
+
+def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length):
+    """Turn the mistakes users make into a sentence instead of an IndexError deep inside torch."""
+    if (input_ids is None) == (inputs_embeds is None):
+        raise ValueError("pass exactly one of input_ids or inputs_embeds")
+    if input_ids is not None:
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must have shape (batch, seq_len), got {tuple(input_ids.shape)}; "
+                             "for one sequence use input_ids[None]")
+        shape = tuple(input_ids.shape)
+    else:
+        if inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != config.hidden_size:
+            raise ValueError(f"inputs_embeds must have shape (batch, seq_len, {config.hidden_size}), "
+                             f"got {tuple(inputs_embeds.shape)}")
+        shape = tuple(inputs_embeds.shape[:2])
+    if 0 in shape:
+        name = "input_ids" if input_ids is not None else "inputs_embeds"
+        raise ValueError(f"{name} is empty (shape {shape}): pass at least one sequence of at least one token")
+    if input_ids is not None:
+        check_ids("input_ids", input_ids, config.vocab_size,
+                  f"vocab_size={config.vocab_size}: was the model built for another tokenizer?")
+    if past_length + shape[1] > config.max_position_embeddings:
+        raise ValueError(f"sequence of {past_length + shape[1]} tokens is longer than "
+                         f"max_position_embeddings={config.max_position_embeddings}; truncate it")
+    if attention_mask is not None and tuple(attention_mask.shape) != (shape[0], past_length + shape[1]):
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but the input has shape "
+                         f"{shape}" + (f" after {past_length} cached tokens" if past_length else ""))
+    if token_type_ids is not None:
+        if tuple(token_type_ids.shape) != shape:
+            raise ValueError(f"token_type_ids has shape {tuple(token_type_ids.shape)}, input has shape {shape}")
+        check_ids("token_type_ids", token_type_ids, config.type_vocab_size,
+                  f"type_vocab_size={config.type_vocab_size} segments")
+    if position_ids is not None:
+        check_ids("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
+
+
+def check_labels(name, labels, shape, num_classes):
+    if tuple(labels.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {tuple(labels.shape)} but should have shape {tuple(shape)}")
+    if labels.dtype.is_floating_point:
+        raise TypeError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
+    bad = labels[(labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))]
+    if bad.numel():
+        raise ValueError(f"{name} contains {int(bad[0])}: use 0..{num_classes - 1}, or -100 to ignore a position")
+
+
+def check_sampling(temperature, top_k, top_p):
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}; use do_sample=False for greedy decoding")
+    if top_k is not None and (not isinstance(top_k, Integral) or top_k <= 0):
+        raise ValueError(f"top_k must be a positive integer, got {top_k!r}; use top_k=None to keep every token")
+    if top_p is not None and not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+
+
+def check_generation(input_ids, attention_mask, max_new_tokens, max_length, num_return_sequences, do_sample):
+    """The settings of generate; returns the number of tokens to add."""
+    if input_ids.dim() != 2 or 0 in input_ids.shape:
+        raise ValueError(f"input_ids must have shape (batch, seq_len) with at least one token, got "
+                         f"{tuple(input_ids.shape)}; for one prompt use input_ids[None]")
+    if attention_mask is not None:
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has shape "
+                             f"{tuple(input_ids.shape)}")
+        if not attention_mask[:, -1].all():  # new tokens would follow the padding
+            raise ValueError("attention_mask shows padding at the end of a prompt: generate appends after the "
+                             "last column, so pad the prompts on the left (tokenizer.padding_side = 'left')")
+    if max_new_tokens is not None and max_length is not None:
+        raise ValueError("pass max_new_tokens (tokens to add) or max_length (prompt + new tokens), not both")
+    if max_length is not None:
+        if max_length < input_ids.shape[1]:
+            raise ValueError(f"max_length={max_length} is shorter than the prompt ({input_ids.shape[1]} tokens); "
+                             "max_length counts the prompt too: use max_new_tokens for the tokens to add")
+        max_new_tokens = max_length - input_ids.shape[1]
+    if max_new_tokens is None:
+        max_new_tokens = 20
+    if not isinstance(max_new_tokens, Integral) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
+    if not isinstance(num_return_sequences, Integral) or num_return_sequences < 1:
+        raise ValueError(f"num_return_sequences must be an integer >= 1, got {num_return_sequences!r}")
+    if num_return_sequences > 1 and not do_sample:
+        raise ValueError(f"num_return_sequences={num_return_sequences} with greedy decoding gives the same "
+                         "sequence each time; pass do_sample=True to draw different ones")
+    return max_new_tokens

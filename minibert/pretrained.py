@@ -1,0 +1,269 @@
+"""The course's pretrained checkpoints (checkpoints/): how each was trained, exported and scored.
+
+Each checkpoint is a training run of the CLI on the built-in corpus, exported as a transformers
+folder: config.json, model.safetensors (bfloat16 weights, loaded as float32), the tokenizer,
+training_args.json and a model card (README.md) whose scores `score` recomputes from the weights.
+
+    make pretrained                                       # retrain and export all of them
+    python -m minibert pretrain ... --out runs/bert-mlm   # RECIPES[name] as a command: command(name)
+    python -m minibert export runs/bert-mlm checkpoints/bert-mlm
+"""
+
+import copy
+import dataclasses
+import json
+import os
+import platform
+import warnings
+
+import torch
+
+CHECKPOINTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checkpoints")
+
+# name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU: see the README.
+RECIPES = {
+    "bert-mlm-nsp": dict(objective="mlm+nsp", preset="tiny", minutes=30, batch_size=64, max_length=128),
+    "bert-clm": dict(objective="clm", preset="tiny", minutes=30, batch_size=16, max_length=128),
+    "bert-mlm": dict(objective="mlm", preset="tiny", minutes=30, batch_size=64, max_length=128),
+    "bert-mlm-sop": dict(objective="mlm+sop", preset="tiny", minutes=30, batch_size=64, max_length=128),
+}
+TASKS = {  # objective -> the pipeline tag of its card
+    "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
+    "nsp": "text-classification", "sop": "text-classification",
+}
+
+
+def path(name):
+    """The folder of a shipped checkpoint: checkpoints/<name> beside the package."""
+    if name not in RECIPES:
+        raise ValueError(f"no shipped checkpoint {name!r}; they are {', '.join(RECIPES)}")
+    return os.path.join(CHECKPOINTS, name)
+
+
+def model_class_of(name):
+    """The minibert class a shipped checkpoint was trained as (BertForPreTraining, BertForCausalLM, ...)."""
+    from .train import model_class
+    return model_class(RECIPES[name]["objective"])
+
+
+def command(name, out=None):
+    """The command line that trains a checkpoint's run."""
+    options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in RECIPES[name].items())
+    return f"python -m minibert pretrain {options} --out {out or os.path.join('runs', name)}"
+
+
+# ---- scores: held-out documents of the run, beside the baselines ----
+def load_args(folder):
+    from .train import TrainArgs
+    file = os.path.join(folder, "training_args.json")
+    if not os.path.isfile(file):
+        raise ValueError(f"{folder!r} has no training_args.json: it is not an exported minibert checkpoint")
+    with open(file) as f:
+        return TrainArgs(**json.load(f)["args"])
+
+
+@torch.no_grad()
+def score(folder):
+    """Every held-out score of a checkpoint and its baselines, as percentages (perplexities as is).
+    Rebuilds the run's held-out documents (same corpus, split and seed) with the checkpoint's own
+    tokenizer; masks and random negatives come from fixed seeds, so the result is the same each time."""
+    from transformers import AutoTokenizer
+
+    from .corpus import load_corpus, split_corpus
+    from .metrics import baselines, evaluate
+    from .train import build_examples, model_class
+    args = load_args(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a pretraining checkpoint has no weights to miss here
+        model = model_class(args.objective).from_pretrained(folder)
+    train_docs, heldout_docs = split_corpus(load_corpus(args.corpus), args.heldout, seed=args.seed)
+    train, heldout = build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
+    metrics = evaluate(model, args.objective, heldout, tokenizer)
+    base = baselines(args.objective, train, heldout, tokenizer)
+    scores = {"examples": len(heldout)}
+    if "mlm_accuracy" in metrics:
+        scores.update(mlm_accuracy=100 * metrics["mlm_accuracy"], mlm_loss=metrics["mlm_loss"],
+                      mlm_most_frequent_token_accuracy=100 * base["mlm_most_frequent_token_accuracy"],
+                      mlm_unigram_loss=base["mlm_unigram_loss"])
+    if "clm_perplexity" in metrics:
+        scores.update(clm_perplexity=metrics["clm_perplexity"], clm_accuracy=100 * metrics["clm_accuracy"],
+                      clm_unigram_perplexity=base["clm_unigram_perplexity"])
+    for task in ("nsp", "sop"):
+        if f"{task}_accuracy" in metrics:
+            scores[f"{task}_accuracy"] = 100 * metrics[f"{task}_accuracy"]
+            scores[f"{task}_majority_class_accuracy"] = 100 * base[f"{task}_majority_class_accuracy"]
+    if "nsp_accuracy" in metrics and args.negatives == "random":  # the harder test: B from the same document
+        hard_args = dataclasses.replace(args, negatives="hard")
+        hard_train = build_examples(hard_args, train_docs, tokenizer)
+        hard = build_examples(hard_args, heldout_docs, tokenizer, 1)
+        scores["nsp_hard_accuracy"] = 100 * evaluate(model, args.objective, hard, tokenizer)["nsp_accuracy"]
+        scores["nsp_hard_majority_class_accuracy"] = 100 * baselines(
+            args.objective, hard_train, hard, tokenizer)["nsp_majority_class_accuracy"]
+    return scores
+
+
+def blank_scores(folder):
+    """Top-1 and top-5 hit rates (%) of transformers' fill-mask pipeline on minibert.blanks."""
+    from transformers import pipeline
+
+    from .blanks import fill_blanks
+    result = fill_blanks(pipeline("fill-mask", model=folder, device="cpu"))
+    return {"blanks_top1": 100 * result["top1"], "blanks_top5": 100 * result["top5"]}, result["rows"]
+
+
+# ---- export: a run folder -> a checkpoint folder with its card ----
+def export(run, dest):
+    """Write the checkpoint of a finished run: bfloat16 weights (half the size; they load as float32),
+    the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all."""
+    from .hub import atomic_folder, write_weights
+    from .train import load_result, read_state
+    state = read_state(run)
+    if not state["finished"]:
+        raise ValueError(f"{run!r} has not finished training (step {state['step']}); resume it first")
+    result = load_result(run, state)
+    name = os.path.basename(os.path.normpath(dest))
+    with atomic_folder(dest) as tmp:
+        half = copy.deepcopy(result.model).to(torch.bfloat16)
+        write_weights(half, tmp)  # config.json says float32: the computation stays in float32
+        result.tokenizer.save_pretrained(tmp)
+        info = {"args": dataclasses.asdict(result.args), "steps": state["step"],
+                "minutes": round(state["seconds"] / 60, 1), "machine": machine(), "bf16": state.get("bf16"),
+                "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
+        with open(os.path.join(tmp, "training_args.json"), "w") as f:
+            json.dump(info, f, indent=2)
+        scores = score(tmp)
+        blank_rows = None
+        if TASKS[result.args.objective] == "fill-mask":
+            blanks, blank_rows = blank_scores(tmp)
+            scores.update(blanks)
+        scores = {k: round(v, 2) if isinstance(v, float) else v for k, v in scores.items()}
+        with open(os.path.join(tmp, "eval_results.json"), "w") as f:
+            json.dump(scores, f, indent=2)
+        with open(os.path.join(tmp, "README.md"), "w") as f:
+            f.write(card(name, result.args, info, scores, blank_rows, result.model.num_parameters(),
+                         os.path.getsize(os.path.join(tmp, "model.safetensors"))))
+    return scores
+
+
+def machine():
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    from .train import bf16_is_native
+    native = "native bf16" if bf16_is_native(torch.device("cpu")) else "no native bf16"
+    return f"{cpu}, {os.cpu_count()} cores ({native}), torch {torch.__version__.split('+')[0]}"
+
+
+# ---- the model card, in the layout of the Hugging Face Hub's ----
+METRICS = [  # key in scores, its name on the card, its baseline's key, the baseline's name
+    ("mlm_accuracy", "masked-token accuracy (%)", "mlm_most_frequent_token_accuracy", "always the most frequent token"),
+    ("mlm_loss", "masked-token loss (nats)", "mlm_unigram_loss", "unigram frequencies"),
+    ("nsp_accuracy", "next sentence prediction, random negatives (%)", "nsp_majority_class_accuracy",
+     "majority class"),
+    ("nsp_hard_accuracy", "next sentence prediction, negatives from the same document (%)",
+     "nsp_hard_majority_class_accuracy", "majority class"),
+    ("sop_accuracy", "sentence order prediction (%)", "sop_majority_class_accuracy", "majority class"),
+    ("clm_perplexity", "next-token perplexity", "clm_unigram_perplexity", "unigram frequencies"),
+    ("clm_accuracy", "next-token accuracy (%)", None, None),
+    ("blanks_top1", "everyday fill-in-the-blank sentences, top-1 (%)", None, None),
+    ("blanks_top5", "everyday fill-in-the-blank sentences, top-5 (%)", None, None),
+]
+
+
+def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
+    import yaml
+    task = TASKS[args.objective]
+    metrics = [{"name": label, "type": key, "value": scores[key]} for key, label, _, _ in METRICS if key in scores]
+    meta = {"language": "en", "license": "mit", "library_name": "transformers", "pipeline_tag": task,
+            "tags": ["bert", "minibert", "course", args.objective],
+            "model-index": [{"name": name, "results": [{
+                "task": {"type": task},
+                "dataset": {"name": "minibert built-in corpus, held-out documents", "type": "minibert-builtin",
+                            "split": f"held-out {args.heldout:.0%} of documents, seed {args.seed}"},
+                "metrics": metrics}]}]}
+    rows = "\n".join(f"| {label} | {scores[key]:g} | " + (f"{scores[base]:g} ({what})" if base else "") + " |"
+                     for key, label, base, what in METRICS if key in scores)
+    size = f"{parameters / 1e6:.2f} M parameters, {weight_bytes / 1e6:.1f} MB of bfloat16 weights"
+    use = {"fill-mask": f'pipeline("fill-mask", model="checkpoints/{name}")("The [MASK] was hot.")',
+           "text-generation": (f'AutoModelForCausalLM.from_pretrained("checkpoints/{name}")  '
+                               "# generate with do_sample or greedy")}.get(task, "")
+    lines = [
+        "---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
+        f"# {name}", "",
+        f"A small BERT ({args.preset} preset: {size}) pretrained with **{args.objective}** by the course's own "
+        "CLI, for the notebooks of the minibert course. It is a standard transformers checkpoint: "
+        f"`{'BertLMHeadModel' if args.objective == 'clm' else 'BertForPreTraining / BertForMaskedLM'}` in "
+        "transformers, the same class names in minibert.", "",
+        "## Training", "",
+        "```bash", command_of(name, args, info), "```", "",
+        f"- corpus: the built-in one (gensim's Wikipedia sample and the Lee news corpus), {1 - args.heldout:.0%} "
+        f"of its documents; the other {args.heldout:.0%} (seed {args.seed}) are held out for the scores below",
+        f"- {info['steps']:,} steps of {args.batch_size} sequences x {args.max_length} tokens, AdamW at peak "
+        f"learning rate {args.lr:g}, {args.schedule} schedule, {args.warmup:.0%} warm-up, "
+        f"{'bf16 autocast' if info.get('bf16') else 'fp32'}",
+        f"- wall time {info['minutes']} minutes (evaluations included) on {info['machine']}",
+        "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
+        "## Held-out scores", "",
+        "| metric | this model | baseline |", "|---|---|---|", rows, "",
+        f"Scored on {scores['examples']} held-out examples by `minibert.pretrained.score`; a test recomputes "
+        "them from the weights and fails if they drift from this card by more than half a point.", "",
+    ]
+    if blank_rows:
+        lines += ["## Everyday fill-in-the-blank sentences", "",
+                  f"{len(blank_rows)} sentences written for the course (`minibert.blanks`), none from the corpus. "
+                  "A sentence is filled when an accepted word is among the top 5 of "
+                  "`pipeline(\"fill-mask\")`. Some of them:", "",
+                  "| sentence | top 5 |", "|---|---|"]
+        lines += [f"| {r['sentence']} | {', '.join(r['guesses'])} |" for r in blank_rows[:8]]
+        lines += [""]
+    lines += [
+        "## Intended use and limitations", "",
+        "For teaching: to look inside a BERT that has learned something (fill-mask, attention, probes, "
+        "generation) on a laptop CPU, in the notebooks of the course. Its training data is small (397 "
+        "encyclopedia and news documents, under half a million words) and its training minutes long: it knows "
+        "frequent words and local grammar, little about the world, and nothing about text unlike its corpus; "
+        "expect wrong and repetitive outputs. Lowercased WordPiece vocabulary of "
+        f"{args.vocab_size} tokens trained on the same documents. Not for any real application.", "",
+        f"Use: `{use}`" if use else "", "",
+    ]
+    return "\n".join(lines)
+
+
+def command_of(name, args, info):
+    return command(name) if name in RECIPES else f"python -m minibert pretrain --objective {args.objective} ..."
+
+
+def card_scores(folder):
+    """The scores a checkpoint's card states: {metric key: value}, from its YAML header."""
+    import yaml
+    with open(os.path.join(folder, "README.md")) as f:
+        text = f.read()
+    if not text.startswith("---\n"):
+        raise ValueError(f"{folder!r}: README.md has no YAML header with the scores")
+    meta = yaml.safe_load(text.split("---\n")[1])
+    return {m["type"]: m["value"] for m in meta["model-index"][0]["results"][0]["metrics"]}
+
+
+def main(names):
+    """Train (or finish, after an interruption) and export each named checkpoint, as `make pretrained` does."""
+    from .__main__ import main as cli
+    from .train import STATE_FILE
+    for name in names or RECIPES:
+        run = os.path.join("runs", name)
+        argv = command(name, run).split()[3:]  # after "python -m minibert"
+        if os.path.isfile(os.path.join(run, STATE_FILE)):
+            argv.append("--resume")  # the run saves every 1000 steps; --resume continues it exactly
+        print("$", command(name, run), "--resume" if "--resume" in argv else "", flush=True)
+        if cli(argv):
+            raise SystemExit(f"training {name} failed")
+        scores = export(run, path(name))
+        print(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()), flush=True)
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1:])

@@ -1,0 +1,328 @@
+"""minibert works the way a transformers user tries it first: tuple-like outputs, return_dict=False,
+transformers' Trainer, generate with a left-padded batch, lists and numpy arrays as inputs, and a
+sentence (a ValueError naming the argument) for the inputs it cannot take."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import transformers
+
+import minibert
+from conftest import CONFIGS, make_batch, randomize
+
+PAIRS = {  # minibert class -> the transformers class that reads and writes the same checkpoint
+    minibert.BertModel: transformers.BertModel,
+    minibert.BertForMaskedLM: transformers.BertForMaskedLM,
+    minibert.BertForNextSentencePrediction: transformers.BertForNextSentencePrediction,
+    minibert.BertForPreTraining: transformers.BertForPreTraining,
+    minibert.BertForCausalLM: transformers.BertLMHeadModel,
+    minibert.BertForSequenceClassification: transformers.BertForSequenceClassification,
+}
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def labels_for(cls, batch):
+    return {
+        minibert.BertForMaskedLM: dict(labels=batch["mlm_labels"]),
+        minibert.BertForNextSentencePrediction: dict(labels=batch["nsp_labels"]),
+        minibert.BertForPreTraining: dict(labels=batch["mlm_labels"], next_sentence_label=batch["nsp_labels"]),
+        minibert.BertForCausalLM: dict(labels=batch["causal_labels"]),
+        minibert.BertForSequenceClassification: dict(labels=batch["class_labels"]),
+    }.get(cls, {})
+
+
+def twins(tmp_path, cls, config_name="gelu", seed=1):
+    """A transformers model with random weights and the minibert model loaded from its checkpoint."""
+    hf_config = transformers.BertConfig(**CONFIGS[config_name], is_decoder=cls is minibert.BertForCausalLM)
+    theirs = randomize(PAIRS[cls](hf_config), seed=seed).eval()
+    theirs.save_pretrained(tmp_path)
+    return cls.from_pretrained(tmp_path).eval(), theirs
+
+
+def word_tokenizer():
+    """A WordPiece tokenizer over ten tokens: enough for the text helpers."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "deep", "learning", "is",
+                                         "fun", "hard"])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
+                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+# ---- outputs read like transformers' ----
+
+def test_model_output_indexes_unpacks_and_converts_like_transformers():
+    loss, logits = torch.tensor(0.5), torch.randn(2, 3)
+    out = minibert.ModelOutput(loss=loss, logits=logits)
+    assert out[0] is loss and out[1] is logits and out[-1] is logits
+    assert out[1:] == (logits,)
+    assert out["loss"] is loss and out["attentions"] is None
+    first, second = out
+    assert first is loss and second is logits
+    assert out.to_tuple() == (loss, logits) and len(out) == 2
+    assert out.keys() == ["loss", "logits"] and out.items() == [("loss", loss), ("logits", logits)]
+    assert "loss" in out and "attentions" not in out
+    assert dict(**out) == {"loss": loss, "logits": logits}
+    with pytest.raises(KeyError, match="no field 'logit'.*'loss', 'logits'"):
+        out["logit"]
+    no_loss = minibert.ModelOutput(logits=logits)
+    assert no_loss[0] is logits  # positions skip the fields that are not set, as in transformers
+
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_return_dict_false_gives_the_tuple_transformers_gives(tmp_path, cls):
+    ours, theirs = twins(tmp_path, cls)
+    batch = make_batch(CONFIGS["gelu"])
+    inputs = {k: batch[k] for k in INPUTS}
+    with torch.no_grad():
+        a = ours(**inputs, **labels_for(cls, batch), return_dict=False)
+        b = theirs(**inputs, **labels_for(cls, batch), return_dict=False)
+        assert torch.equal(ours(**inputs, **labels_for(cls, batch))[0], a[0])
+    assert isinstance(a, tuple) and len(a) >= len(b)
+    if cls is minibert.BertForPreTraining:
+        assert len(a) == len(b) + 2  # mlm_loss and nsp_loss come after transformers' fields
+    real = batch["attention_mask"].bool()
+    for x, y in zip(a, b):  # the same fields at the same positions
+        assert x.shape == y.shape
+        if x.dim() == 3:
+            x, y = x[real], y[real]
+        assert (x - y).abs().max() < 1e-4
+
+
+def test_num_parameters_and_dtype_agree_with_transformers(tmp_path):
+    for cls in (minibert.BertForPreTraining, minibert.BertForCausalLM):
+        for config_name in ("gelu", "gelu_new"):
+            ours, theirs = twins(tmp_path / f"{cls.__name__}_{config_name}", cls, config_name)
+            for kwargs in ({}, dict(exclude_embeddings=True)):
+                assert ours.num_parameters(**kwargs) == theirs.num_parameters(**kwargs), (config_name, kwargs)
+            ours.bert.embeddings.requires_grad_(False)
+            theirs.bert.embeddings.requires_grad_(False)
+            assert ours.num_parameters(only_trainable=True) == theirs.num_parameters(only_trainable=True)
+            assert ours.num_parameters(only_trainable=True) < ours.num_parameters()
+    assert ours.dtype == torch.float32
+    assert ours.to(torch.bfloat16).dtype == torch.bfloat16
+
+
+def test_transformers_trainer_fine_tunes_a_minibert_classifier(tmp_path):
+    torch.manual_seed(0)
+    model = minibert.BertForSequenceClassification(minibert.BertConfig.tiny(vocab_size=50, max_position_embeddings=16))
+    g = torch.Generator().manual_seed(0)
+    data = []
+    for i in range(32):  # the class shows in the token at position 1
+        ids = torch.randint(5, 50, (8,), generator=g)
+        ids[1] = 10 + i % 2
+        data.append(dict(input_ids=ids, attention_mask=torch.ones(8, dtype=torch.long), labels=torch.tensor(i % 2)))
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), use_cpu=True, report_to=[], max_steps=12,
+                                          per_device_train_batch_size=8, learning_rate=1e-3, logging_steps=1,
+                                          save_strategy="no", disable_tqdm=True)
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=data, eval_dataset=data)
+    before = trainer.evaluate()["eval_loss"]
+    result = trainer.train()
+    after = trainer.evaluate()["eval_loss"]
+    assert result.global_step == 12 and math.isfinite(result.training_loss)
+    assert after < before - 0.05, (before, after)
+    predictions = trainer.predict(data[:8]).predictions
+    assert predictions.shape == (8, 2)
+
+
+# ---- generation: left padding, several sequences per prompt, max_length ----
+
+@pytest.fixture(scope="module")
+def causal_pair(tmp_path_factory):
+    path = tmp_path_factory.mktemp("causal")
+    theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**CONFIGS["gelu_new"], is_decoder=True)),
+                       seed=7).eval()
+    theirs.save_pretrained(path)
+    return minibert.BertForCausalLM.from_pretrained(path).eval(), theirs
+
+
+def left_padded_batch():
+    """Three prompts of 6, 4 and 2 tokens, padded on the left to 6."""
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(5, 120, (n,), generator=g) for n in (6, 4, 2)]
+    ids = torch.zeros(3, 6, dtype=torch.long)
+    mask = torch.zeros(3, 6, dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, 6 - len(p):], mask[row, 6 - len(p):] = p, 1
+    return prompts, ids, mask
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_left_padded_greedy_generation_equals_transformers_and_each_prompt_alone(causal_pair, use_cache):
+    ours, theirs = causal_pair
+    prompts, ids, mask = left_padded_batch()
+    got = ours.generate(ids, attention_mask=mask, max_new_tokens=10, use_cache=use_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = theirs.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False, pad_token_id=0)
+    assert torch.equal(got, expected)
+    for row, p in enumerate(prompts):  # padding changes nothing: the same tokens as the prompt alone
+        alone = ours.generate(p[None], max_new_tokens=10)
+        assert torch.equal(got[row, 6:], alone[0, len(p):])
+
+
+def test_next_token_helpers_read_the_last_real_token_under_left_padding(causal_pair):
+    ours, _ = causal_pair
+    prompts, ids, mask = left_padded_batch()
+    logits = ours.get_next_token_logits(input_ids=ids, attention_mask=mask)
+    right = torch.zeros_like(ids)
+    right_mask = torch.zeros_like(mask)
+    for row, p in enumerate(prompts):
+        right[row, :len(p)], right_mask[row, :len(p)] = p, 1
+        with torch.no_grad():
+            alone = ours(p[None]).logits[0, -1]
+        assert (logits[row] - alone).abs().max() < 1e-4
+    assert (ours.get_next_token_logits(input_ids=right, attention_mask=right_mask) - logits).abs().max() < 1e-4
+    assert torch.equal(ours.predict_next_token_id(input_ids=ids, attention_mask=mask), logits.argmax(-1))
+
+
+def test_generate_takes_max_length_pad_token_id_and_num_return_sequences(causal_pair):
+    ours, _ = causal_pair
+    _, ids, mask = left_padded_batch()
+    assert torch.equal(ours.generate(ids, max_length=9), ours.generate(ids, max_new_tokens=3))
+    free = ours.generate(ids[:1], max_new_tokens=8)
+    eos = int(free[0, 8])  # the third new token: the row ends there and is then padded
+    ended = ours.generate(ids[:1], max_new_tokens=8, eos_token_id=eos, pad_token_id=1)
+    assert ended[0, 9:].tolist() == [1] * (len(ended[0]) - 9)
+    g = torch.Generator().manual_seed(0)
+    drawn = ours.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=True, num_return_sequences=4,
+                          generator=g)
+    assert drawn.shape == (12, 12)
+    assert torch.equal(drawn[:4, :6], ids[:1].expand(4, -1))  # the copies of a prompt come together
+    assert len({tuple(row) for row in drawn[:4, 6:].tolist()}) > 1  # and are drawn independently
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_new_tokens=-1), "max_new_tokens must be an integer >= 0, got -1"),
+    (dict(max_new_tokens=3, max_length=9), "not both"),
+    (dict(max_length=4), "max_length=4 is shorter than the prompt"),
+    (dict(do_sample=True, top_k=0), "top_k must be a positive integer, got 0"),
+    (dict(do_sample=True, top_k=-2), "top_k must be a positive integer, got -2"),
+    (dict(do_sample=True, temperature=0), "temperature must be > 0"),
+    (dict(num_return_sequences=2), "pass do_sample=True"),
+    (dict(do_sample=True, num_return_sequences=0), "num_return_sequences must be an integer >= 1"),
+    (dict(attention_mask=torch.tensor([[1, 1, 1, 1, 0, 0]] * 3)), "pad the prompts on the left"),
+])
+def test_generate_refuses_settings_it_cannot_honour(causal_pair, kwargs, message):
+    ours, _ = causal_pair
+    _, ids, _ = left_padded_batch()
+    with pytest.raises(ValueError, match=message):
+        ours.generate(ids, **kwargs)
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        minibert.sample_next_token(torch.zeros(1, 5), top_k=0)
+    with pytest.raises(ValueError, match="at least one token"):
+        ours.generate(torch.zeros(2, 0, dtype=torch.long))
+
+
+# ---- the task heads' helpers ----
+
+def test_masked_lm_perplexity_is_the_pseudo_perplexity_and_nsp_has_get_loss():
+    tokenizer = word_tokenizer()
+    torch.manual_seed(0)
+    model = minibert.BertForMaskedLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
+    ids = torch.tensor([2, 5, 6, 7, 8, 3])  # [CLS] deep learning is fun [SEP]
+    nll = 0.0
+    for t in range(1, 5):  # each word masked in turn
+        masked = ids.clone()
+        masked[t] = 4
+        with torch.no_grad():
+            nll -= model(masked[None]).logits[0, t].log_softmax(-1)[ids[t]].item()
+    assert model.get_perplexity(tokenizer, "deep learning is fun") == pytest.approx(math.exp(nll / 4), rel=1e-5)
+    texts = ["deep learning is fun", "learning is hard"]
+    assert model.get_perplexity(tokenizer, texts) == pytest.approx(minibert.pseudo_perplexity(model, tokenizer, texts))
+
+    nsp = minibert.BertForNextSentencePrediction(minibert.BertConfig.tiny(vocab_size=10)).eval()
+    labels = torch.tensor([0, 1])
+    inputs = dict(input_ids=torch.tensor([[2, 5, 3, 6, 3], [2, 7, 3, 8, 3]]),
+                  token_type_ids=torch.tensor([[0, 0, 0, 1, 1]] * 2))
+    assert torch.equal(nsp.get_loss(labels, **inputs), nsp(**inputs, labels=labels).loss)
+    for gone in ("get_accuracy", "predict_token_ids"):  # removed: metrics.evaluate scores held-out text
+        assert not hasattr(minibert.BertForMaskedLM, gone) and not hasattr(minibert.BertForCausalLM, gone)
+
+
+@pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForPreTraining], ids=lambda c: c.__name__)
+def test_masked_only_logits_live_in_their_own_field(cls):
+    model = randomize(cls(minibert.BertConfig(**CONFIGS["gelu"])), seed=3).eval()
+    batch = make_batch(CONFIGS["gelu"])
+    inputs = {k: batch[k] for k in INPUTS}
+    name = "prediction_logits" if cls is minibert.BertForPreTraining else "logits"
+    with torch.no_grad():
+        full = model(**inputs)
+        fast = model(**inputs, labels=batch["mlm_labels"], masked_only=True)
+    assert getattr(fast, name) is None  # code written for (B, T, V) logits fails, it cannot misread (N, V)
+    assert full.masked_logits is None and full.masked_positions is None
+    assert torch.equal(fast.masked_positions, batch["mlm_labels"] != -100)
+    assert (fast.masked_logits - getattr(full, name)[fast.masked_positions]).abs().max() < 1e-4
+    with torch.no_grad():  # without labels there is nothing to select: the (B, T, V) logits as usual
+        assert getattr(model(**inputs, masked_only=True), name).shape == (3, 11, 99)
+        as_tuple = model(**inputs, labels=batch["mlm_labels"], masked_only=True, return_dict=False)
+    assert torch.equal(as_tuple[-1], fast.masked_positions)
+
+
+# ---- inputs: lists and numpy arrays, and clear errors for what cannot be used ----
+
+@pytest.mark.parametrize("cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_every_model_takes_lists_and_numpy_arrays(cls):
+    model = randomize(cls(minibert.BertConfig(**CONFIGS["gelu"])), seed=4).eval()
+    batch = make_batch(CONFIGS["gelu"])
+    tensors = {k: batch[k] for k in INPUTS} | labels_for(cls, batch)
+    with torch.no_grad():
+        expected = model(**tensors)
+        for convert in (lambda t: t.tolist(), lambda t: t.numpy(), lambda t: np.asarray(t, dtype=np.int32)):
+            got = model(**{k: convert(v) for k, v in tensors.items()})
+            for x, y in zip(got, expected):
+                if isinstance(x, torch.Tensor):
+                    assert torch.equal(x, y)
+        positional = model(batch["input_ids"].tolist())  # input_ids as the first positional argument
+    assert len(positional) >= 1
+
+
+def test_causal_lm_helpers_take_lists():
+    torch.manual_seed(0)
+    model = minibert.BertForCausalLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
+    ids = [[2, 5, 6, 7, 8]]
+    expected = model.get_loss(torch.tensor(ids), input_ids=torch.tensor(ids))
+    assert torch.equal(model.get_loss(ids, input_ids=ids), expected)
+    assert torch.equal(model.generate(ids, max_new_tokens=3), model.generate(torch.tensor(ids), max_new_tokens=3))
+    assert torch.equal(model.predict_next_token_id(input_ids=ids, attention_mask=[[1] * 5]),
+                       model.predict_next_token_id(input_ids=torch.tensor(ids)))
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(input_ids=[[1, 2, 3], [4, 5]]), "input_ids could not become a tensor.*pad the short"),
+    (dict(input_ids="deep learning"), "input_ids must be a tensor, a list or a numpy array.*tokenize the text"),
+    (dict(input_ids=torch.zeros(0, 5, dtype=torch.long)), r"input_ids is empty \(shape \(0, 5\)\)"),
+    (dict(input_ids=torch.zeros(2, 0, dtype=torch.long)), r"input_ids is empty \(shape \(2, 0\)\)"),
+    (dict(input_ids=[[]]), r"input_ids is empty \(shape \(1, 0\)\)"),
+    (dict(input_ids=[[1, 2]], attention_mask=[[1], [1, 1]]), "attention_mask could not become a tensor"),
+    (dict(inputs_embeds=torch.zeros(0, 4, 32)), "inputs_embeds is empty"),
+])
+def test_inputs_that_cannot_be_used_raise_a_value_error_naming_them(bad, message):
+    config = minibert.BertConfig(**CONFIGS["gelu"])
+    for cls in PAIRS:
+        model = cls(config).eval()
+        with pytest.raises(ValueError, match=message):
+            model(**bad)
+    with pytest.raises(ValueError, match="labels could not become a tensor"):
+        minibert.BertForMaskedLM(config)(input_ids=[[5, 6]], labels=[[5], [6, 7]])
+    with pytest.raises(ValueError, match="next_sentence_label must be a tensor"):
+        minibert.BertForPreTraining(config)(input_ids=[[5, 6]], next_sentence_label={"a": 1})
+
+
+def test_text_prompts_are_left_padded_without_their_final_sep_and_generate_continues_them():
+    from minibert.heads import encode_text
+    tokenizer = word_tokenizer()
+    torch.manual_seed(0)
+    model = minibert.BertForCausalLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
+    enc = encode_text(tokenizer, ["deep learning is", "deep"], drop_final_sep=True)
+    assert enc["input_ids"].tolist() == [[2, 5, 6, 7], [0, 0, 2, 5]]  # [CLS] deep learning is / [CLS] deep
+    assert enc["attention_mask"].tolist() == [[1, 1, 1, 1], [0, 0, 1, 1]]
+    batch = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=5)
+    assert torch.equal(batch[0], model.generate([[2, 5, 6, 7]], max_new_tokens=5)[0])
+    assert torch.equal(batch[1, 2:], model.generate([[2, 5]], max_new_tokens=5)[0])
