@@ -6,7 +6,6 @@ import http.server
 import os
 import re
 import shutil
-import subprocess
 import threading
 
 import nbformat
@@ -90,12 +89,8 @@ def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_no
 @pytest.fixture(scope="module")
 def chromium():
     path = shutil.which("chromium") or "/usr/bin/chromium"
-    if not os.path.exists(path) and shutil.which("apt-get") and os.geteuid() == 0:
-        subprocess.run("apt-get install -y chromium || (apt-get update && apt-get install -y chromium)",
-                       shell=True, capture_output=True, timeout=900)
-    if not os.path.exists(path):
-        pytest.skip("Chromium is not installed and cannot be installed here (needs root and apt-get): "
-                    "install Debian's chromium package to run the browser test")
+    if not os.path.exists(path):  # CI's .ci/run installs it; a test never touches the network
+        pytest.skip("Chromium is not installed: install Debian's chromium package to run the browser test")
     return path
 
 

@@ -4,7 +4,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from conftest import stub
+from conftest import assert_hints, stub
 
 import minibert
 from minibert.exercises import check_causal_attention, check_embedding_parameters, check_layer_parameters
@@ -46,9 +46,8 @@ def test_causal_attention():
         "exp(0) = 1": dict(multiply=True),
         "a token may look at itself": dict(keep="strict"),
     }
-    for hint, kwargs in hints.items():
-        result = check_causal_attention(lambda q, k, v, m, kwargs=kwargs: attention(q, k, v, m, **kwargs))
-        assert result.status == "wrong" and hint in result.message, (hint, result.message)
+    assert_hints(check_causal_attention, {hint: lambda q, k, v, m, kwargs=kwargs: attention(q, k, v, m, **kwargs)
+                                          for hint, kwargs in hints.items()})
     weights = lambda q, k, v, m: (q @ k.T).softmax(-1)  # noqa: E731
     assert "attention weights" in check_causal_attention(weights).message
 
@@ -68,9 +67,8 @@ def test_embedding_parameters():
     hints = {"no position": "position table", "no segment": "segment (token type) table",
              "no LayerNorm": "you forgot the LayerNorm", "LayerNorm half": "a weight AND a bias",
              "words only": "only one of three tables"}
-    for variant, hint in hints.items():
-        result = check_embedding_parameters(lambda c, variant=variant: embedding_parameter_variants(c)[variant])
-        assert result.status == "wrong" and hint in result.message, (hint, result.message)
+    assert_hints(check_embedding_parameters, {hint: lambda c, variant=variant: embedding_parameter_variants(c)[variant]
+                                              for variant, hint in hints.items()})
     assert "as an int" in check_embedding_parameters(lambda c: "many").message
 
 
@@ -80,9 +78,8 @@ def test_layer_parameters():
     hints = {"no biases": "has a bias", "no output projection": "four H x H matrices",
              "no LayerNorm": "two LayerNorms", "one LayerNorm": "TWO LayerNorms",
              "half feed-forward": "two matrices", "per head": "do not multiply by the number of heads"}
-    for variant, hint in hints.items():
-        result = check_layer_parameters(lambda c, variant=variant: layer_parameter_variants(c)[variant])
-        assert result.status == "wrong" and hint in result.message, (hint, result.message)
+    assert_hints(check_layer_parameters, {hint: lambda c, variant=variant: layer_parameter_variants(c)[variant]
+                                          for variant, hint in hints.items()})
 
 
 def test_quiz_q5_claim_holds_for_the_tiny_model():

@@ -61,9 +61,8 @@ def test_encode_pair():
         "its segment id is 1": dict(types="final sep in A"),
         "segments swapped": dict(types="swapped"),
     }
-    for hint, kwargs in hints.items():
-        result = check_encode_pair(lambda tok, a, b, kwargs=kwargs: encode_pair(tok, a, b, **kwargs))
-        assert result.status == "wrong" and hint in result.message, (hint, result.message)
+    assert_hints(check_encode_pair, {hint: lambda tok, a, b, kwargs=kwargs: encode_pair(tok, a, b, **kwargs)
+                                     for hint, kwargs in hints.items()})
     tokens = lambda tok, a, b: (["[CLS]"] + tok.tokenize(a), [0])  # noqa: E731
     assert "those are tokens" in check_encode_pair(tokens).message
     assert "two lists" in check_encode_pair(lambda tok, a, b: [1, 2, 3]).message
