@@ -86,15 +86,41 @@ def notebook_title(nb):
     return "minibert course"
 
 
+# $...$ and $$...$$ outside `code`: LaTeX, which the site turns into MathML (browsers draw it natively;
+# a JavaScript renderer would need the network)
+MATH = re.compile(r"(`[^`\n]*`)|\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+
+
+def render_math(markdown):
+    """Markdown with every formula replaced by its MathML."""
+    from latex2mathml.converter import convert
+
+    def mathml(m):
+        if m.group(1):
+            return m.group(1)  # code stays as it is, dollars included
+        return convert(m.group(2), display="block") if m.group(2) is not None else convert(m.group(3))
+    return MATH.sub(mathml, markdown)
+
+
 def notebook_summary(nb, limit=300):
-    """The first paragraph after the title: what the notebook is about, for the table of contents."""
+    """The first paragraph after the title, as HTML (formulas as MathML): for the table of contents."""
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             paragraphs = [p.strip() for p in re.split(r"\n\s*\n", cell.source)
                           if p.strip() and not p.lstrip().startswith(("#", "-", "*", "|", "!"))]
             if paragraphs:
-                text = re.sub(r"[*_`]", "", " ".join(paragraphs[0].split()))
-                return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+                text = " ".join(paragraphs[0].split())
+                if len(text) > limit:
+                    text = text[:limit].rsplit(" ", 1)[0] + " ..."
+                parts = MATH.split(text)  # text, code, display math, inline math, text, ...
+                out = []
+                for i, part in enumerate(parts):
+                    if part is None:
+                        continue
+                    kind = i % 4  # 0 text, 1 code, 2 display math, 3 inline math
+                    out.append(html.escape(re.sub(r"[*_`]", "", part)) if kind in (0, 1)
+                               else render_math(f"${part}$"))
+                return "".join(out)
     return ""
 
 
@@ -113,7 +139,7 @@ def nav_bar(pages, i):
 
 
 def index_page(entries, figures):
-    items = "\n".join(f'<li><a href="{page}"><b>{html.escape(title)}</b></a><p>{html.escape(summary)}</p></li>'
+    items = "\n".join(f'<li><a href="{page}"><b>{html.escape(title)}</b></a><p>{summary}</p></li>'
                       for page, title, summary in entries)
     gallery = "\n".join(f'<figure><img src="figures/{name}" alt="{html.escape(name[:-4].replace("_", " "))}">'
                         f'<figcaption>{html.escape(name[:-4].replace("_", " "))}</figcaption></figure>'
@@ -153,6 +179,10 @@ def build_site(src="notebooks", dst="build/site", figures="figures"):
     pages = [(os.path.basename(p)[:-6] + ".html", notebook_title(nb)) for p, nb in zip(paths, notebooks)]
     exporter = HTMLExporter(template_name="lab")
     for i, nb in enumerate(notebooks):
+        nb = nbformat.from_dict(nb)  # a copy: formulas become MathML on the page only
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = render_math(cell.source)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": pages[i][1]}})
         body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + nav_bar(pages, i), body, count=1)
         with open(os.path.join(dst, pages[i][0]), "w", encoding="utf-8") as f:

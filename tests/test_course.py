@@ -124,6 +124,12 @@ def test_website_pages_load_in_chromium_with_titles_headings_and_images(tmp_path
                     assert len(images) >= 6, "the contents page shows the course's pictures"
                 broken = [alt for ok, alt in images if not ok]
                 assert not broken, f"{name}: broken images {broken}"
+                prose = page.evaluate("() => { const b = document.body.cloneNode(true); "
+                                      "b.querySelectorAll('pre, code').forEach(e => e.remove()); return b.innerText; }")
+                raw = re.findall(r"\$[^$\n]+\$", prose)  # formulas must be drawn (MathML), not shown as LaTeX
+                assert not raw, f"{name}: formulas shown as raw LaTeX: {raw[:3]}"
+                if name.startswith("03_"):
+                    assert page.locator("math").count() >= 3
                 page.screenshot(path=os.path.join(screenshots, name[:-5] + ".png"))
             browser.close()
     finally:
