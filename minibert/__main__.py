@@ -22,7 +22,7 @@ from .train import SCHEDULES, TrainArgs
 
 HEAD_NEEDS = {"mlm": "cls.predictions", "nsp": "cls.seq_relationship"}
 TRAIN_OPTIONS = ("steps", "minutes", "batch_size", "max_length", "lr", "warmup", "schedule", "negatives",
-                 "vocab_size", "corpus", "seed", "eval_every")  # passed to pretrain only when given
+                 "vocab_size", "corpus", "seed", "eval_every", "dropout")  # passed to pretrain only when given
 
 
 def load_head(folder, cls, needs=None):
@@ -113,7 +113,7 @@ def cmd_next_sentence(a):
 
 def cmd_export(a):
     from .pretrained import export
-    scores = export(a.run_dir, a.dest)
+    scores = export(a.run_dir, a.dest, a.note)
     print(f"exported {a.run_dir} to {a.dest}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()))
 
 
@@ -136,6 +136,9 @@ def parser():
     p.add_argument("--schedule", choices=SCHEDULES, help=f"decay after warm-up (default {TrainArgs.schedule})")
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction,
                    help="bf16 autocast (default: on where the CPU or GPU multiplies bf16 natively, else fp32)")
+    p.add_argument("--dropout", type=float,
+                   help="hidden and attention dropout of the new model (default: the preset's, 0): against overfitting "
+                        "a small corpus in long runs")
     p.add_argument("--negatives", choices=["random", "hard"], help=f"NSP negatives (default {TrainArgs.negatives})")
     p.add_argument("--vocab-size", type=int,
                    help=f"WordPiece vocabulary trained for the run (default {TrainArgs.vocab_size})")
@@ -151,6 +154,7 @@ def parser():
     p = sub.add_parser("export", help="a finished run as a shippable checkpoint: bf16 weights, model card, scores")
     p.add_argument("run_dir", metavar="RUN", help="a finished run folder (pretrain --out)")
     p.add_argument("dest", help="the checkpoint folder to write")
+    p.add_argument("--note", help="a sentence for the model card about how the run was made")
     p.set_defaults(run=cmd_export)
     p = sub.add_parser("fill-mask", help="the likeliest words for each [MASK]")
     p.add_argument("dir")

@@ -23,7 +23,7 @@ CHECKPOINTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 # name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU: see the README.
 RECIPES = {
     "bert-mlm-nsp": dict(objective="mlm+nsp", preset="tiny", minutes=35, batch_size=64, max_length=64),
-    "bert-clm": dict(objective="clm", preset="tiny", minutes=30, batch_size=16, max_length=128),
+    "bert-clm": dict(objective="clm", preset="tiny", minutes=30, batch_size=16, max_length=128, dropout=0.1),
     "bert-mlm": dict(objective="mlm", preset="tiny", minutes=35, batch_size=64, max_length=64),
     "bert-mlm-sop": dict(objective="mlm+sop", preset="tiny", minutes=35, batch_size=64, max_length=64),
 }
@@ -46,9 +46,10 @@ def model_class_of(name):
     return model_class(RECIPES[name]["objective"])
 
 
-def command(name, out=None):
-    """The command line that trains a checkpoint's run."""
-    options = " ".join(f"--{k.replace('_', '-')} {v}" for k, v in RECIPES[name].items())
+def command(name, out=None, settings=None):
+    """The command line that trains a checkpoint's run (from its recipe, or from the given settings)."""
+    options = " ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
+                       for k, v in (settings or RECIPES[name]).items() if v is not None)
     return f"python -m minibert pretrain {options} --out {out or os.path.join('runs', name)}"
 
 
@@ -113,9 +114,10 @@ def blank_scores(folder):
 
 
 # ---- export: a run folder -> a checkpoint folder with its card ----
-def export(run, dest):
+def export(run, dest, note=None):
     """Write the checkpoint of a finished run: bfloat16 weights (half the size; they load as float32),
-    the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all."""
+    the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all. note: a
+    sentence for the card about how the run was made (e.g. beside other runs on a shared machine)."""
     from .hub import atomic_folder, write_weights
     from .train import load_result, read_state
     state = read_state(run)
@@ -129,6 +131,7 @@ def export(run, dest):
         result.tokenizer.save_pretrained(tmp)
         info = {"args": dataclasses.asdict(result.args), "steps": state["step"],
                 "minutes": round(state["seconds"] / 60, 1), "machine": machine(), "bf16": state.get("bf16"),
+                "threads": state.get("threads"), "note": note,
                 "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
         with open(os.path.join(tmp, "training_args.json"), "w") as f:
             json.dump(info, f, indent=2)
@@ -205,7 +208,9 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
         f"- {info['steps']:,} steps of {args.batch_size} sequences x {args.max_length} tokens, AdamW at peak "
         f"learning rate {args.lr:g}, {args.schedule} schedule, {args.warmup:.0%} warm-up, "
         f"{'bf16 autocast' if info.get('bf16') else 'fp32'}",
-        f"- wall time {info['minutes']} minutes (evaluations included) on {info['machine']}",
+        f"- wall time {info['minutes']} minutes (evaluations included) on {info['machine']}"
+        + (f", {info['threads']} thread{'s' if info['threads'] != 1 else ''}" if info.get("threads") else "")
+        + (f"; {info['note']}" if info.get("note") else ""),
         "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
         "## Held-out scores", "",
         "| metric | this model | baseline |", "|---|---|---|", rows, "",
@@ -234,7 +239,12 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
 
 
 def command_of(name, args, info):
-    return command(name) if name in RECIPES else f"python -m minibert pretrain --objective {args.objective} ..."
+    """The command that trained this run, with the options of its recipe (all of the run's settings
+    that differ from the defaults, for a checkpoint outside RECIPES)."""
+    from .train import TrainArgs
+    keys = list(RECIPES[name]) if name in RECIPES else [
+        f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
+    return command(name, settings={k: getattr(args, k) for k in keys})
 
 
 def card_scores(folder):

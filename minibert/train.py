@@ -55,6 +55,7 @@ class TrainArgs:
     eval_every: int | None = None  # steps between evaluations; default: 5 spread over the budget
     eval_examples: int = 512  # held-out examples per evaluation
     mlm_probability: float = 0.15
+    dropout: float | None = None  # hidden and attention dropout of a new model; None: the preset's (0)
     negatives: str = "random"  # NSP negatives: random | hard
     prior_init: bool = True  # a new model's output bias starts at the log unigram frequencies
     vocab_size: int = 8000  # when a tokenizer is trained here
@@ -310,6 +311,7 @@ class Trainer:
                 state = {"args": dataclasses.asdict(self.args), "step": self.step, "seconds": self.seconds,
                          "world_size": self.world, "run_key": self.run_key, "finished": finished,
                          "documents_in_memory": self.documents_in_memory, "bf16": self.bf16,
+                         "threads": torch.get_num_threads(),
                          "history": self.history, "evals": self.evals, "baselines": self.baselines}
                 with open(os.path.join(tmp, STATE_FILE), "w") as f:
                     json.dump(state, f)
@@ -385,8 +387,10 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
     if resume:
         model = cls.from_pretrained(out)
     elif model is None:
+        dropout = {} if args.dropout is None else dict(hidden_dropout_prob=args.dropout,
+                                                        attention_probs_dropout_prob=args.dropout)
         config = config or BertConfig.preset(args.preset, vocab_size=len(tokenizer),
-                                             max_position_embeddings=max(512, args.max_length))
+                                             max_position_embeddings=max(512, args.max_length), **dropout)
         model = cls(config)
         if args.prior_init and hasattr(model.cls, "predictions"):
             init_prior(model, args.objective, train_examples, tokenizer)
