@@ -41,8 +41,13 @@ def check_ids(name, ids, upper, what):
         raise ValueError(f"{name} contains {bad}, outside 0..{upper - 1} ({what})")
 
 
-def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length):
+def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length,
+                 past_key_values=None, positions=None):
     """Turn the mistakes users make into a sentence instead of an IndexError deep inside torch."""
+    if past_key_values is not None and not config.is_decoder:
+        raise ValueError("past_key_values is for decoders (config.is_decoder=True); an encoder sees everything")
+    if positions is not None and config.is_decoder:
+        raise ValueError("positions is for encoders: a decoder's next layer or step needs every position")
     if (input_ids is None) == (inputs_embeds is None):
         raise ValueError("pass exactly one of input_ids or inputs_embeds")
     if input_ids is not None:
@@ -74,6 +79,10 @@ def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids
                   f"type_vocab_size={config.type_vocab_size} segments")
     if position_ids is not None:
         check_ids("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
+    if positions is not None and (positions.dim() != 2 or len(positions) != shape[0] or positions.min() < 0
+                                  or positions.max() >= shape[1]):
+        raise ValueError(f"positions must be (batch, K) indices in 0..{shape[1] - 1}, one row per sequence; got "
+                         f"shape {tuple(positions.shape)}, values {int(positions.min())}..{int(positions.max())}")
 
 
 def check_labels(name, labels, shape, num_classes):

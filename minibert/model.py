@@ -128,8 +128,9 @@ class BertEmbeddings(nn.Module):
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over num_attention_heads heads.
 
-    Keys and values come from the same sequence (self-attention) or, for cross-attention, from the
-    encoder's output. `cache` holds the keys and values of earlier decoding steps.
+    Queries come from x. Keys and values come from x too (self-attention) or, in a decoder's
+    cross-attention, from the encoder's output. `cache` holds the keys and values of earlier
+    decoding steps (or the encoder's, which do not change).
     """
 
     def __init__(self, config, is_cross_attention=False):
@@ -146,33 +147,32 @@ class MultiHeadAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
-    def forward(self, x, bias=None, is_causal=False, context=None, cache=None, output_attentions=False):
-        """Queries from x (B, T, C); keys and values from context (B, S, C) if given, else from x."""
-        q = self.split_heads(self.query(x))  # (B, nh, T, hs)
+    def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, cache=None,
+                output_attentions=False, queries_at=None):
+        """x (B, T, C) -> (B, T, C), the weights (B, nh, T, S) if asked for, and the keys and values."""
         if self.is_cross_attention and cache is not None:
-            k, v = cache  # the encoder output does not change between decoding steps
+            k, v = cache  # the encoder's keys and values, computed at the first decoding step
         else:
-            source = x if context is None else context
+            source = encoder_hidden_states if self.is_cross_attention else x
             k, v = self.split_heads(self.key(source)), self.split_heads(self.value(source))  # (B, nh, S, hs)
             if cache is not None:
                 k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        if bias is not None:
-            bias = bias.to(q.dtype)
-        cpu_dropout = self.training and self.dropout.p > 0 and q.device.type == "cpu"
-        if output_attentions or cpu_dropout:  # spelled out: SDPA returns no weights and drops slowly on CPU
+        if queries_at is not None:
+            x = gather_positions(x, queries_at)  # (B, K, C): see gather_positions
+        q = self.split_heads(self.query(x))  # (B, nh, T, hs)
+        if output_attentions or needs_spelled_out_attention(self.dropout, q):
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_size)  # (B, nh, T, S)
             if bias is not None:
-                scores = scores + bias
+                scores = scores + bias.to(q.dtype)  # -inf-like where a query may not look
             if is_causal:
                 T, S = scores.shape[-2:]
                 scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool, device=q.device).triu(1),
                                             float("-inf"))
-            probs = scores.softmax(dim=-1)
+            probs = scores.softmax(dim=-1)  # each row sums to 1
             y = self.dropout(probs) @ v  # (B, nh, T, hs)
         else:
             probs = None
-            p_drop = self.dropout.p if self.training else 0.0
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p_drop, is_causal=is_causal)
+            y = fused_attention(q, k, v, bias, is_causal, self.dropout.p if self.training else 0.0)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
         return y, probs, (k, v)
@@ -200,9 +200,10 @@ class BertAttention(nn.Module):
         self.self = MultiHeadAttention(config, is_cross_attention)
         self.output = ResidualNorm(config, config.hidden_size)
 
-    def forward(self, x, **kwargs):
-        y, probs, kv = self.self(x, **kwargs)
-        return self.output(y, x), probs, kv
+    def forward(self, x, queries_at=None, **kwargs):
+        y, probs, kv = self.self(x, queries_at=queries_at, **kwargs)
+        residual = x if queries_at is None else gather_positions(x, queries_at)
+        return self.output(y, residual), probs, kv
 
 
 class BertIntermediate(nn.Module):
@@ -226,28 +227,66 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = ResidualNorm(config, config.intermediate_size)
 
-    def forward(self, x, bias, is_causal, encoder_hidden_states, encoder_bias, cache, output_attentions,
-                positions=None):
-        self_cache, cross_cache = (cache[:2], cache[2:]) if cache is not None else (None, None)
-        context = None
-        if positions is not None:  # compute only these positions; they still attend to every token
-            context, x = x, x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))  # (B, K, C)
-        x, att, kv = self.attention(x, bias=bias, is_causal=is_causal, context=context, cache=self_cache,
-                                    output_attentions=output_attentions)
+    def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None, cache=None,
+                output_attentions=False, positions=None):
+        """x (B, T, C) -> (B, T, C); with positions (B, K), only those rows: (B, K, C)."""
+        self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
+        x, att, kv = self.attention(x, bias=bias, is_causal=is_causal, cache=self_cache,
+                                    output_attentions=output_attentions, queries_at=positions)
         cross_att = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_att, cross_kv = self.crossattention(x, bias=encoder_bias, context=encoder_hidden_states,
-                                                         cache=cross_cache or None,
-                                                         output_attentions=output_attentions)
-            kv = kv + cross_kv
-        x = self.output(self.intermediate(x), x)
+            x, cross_att, cross_kv = self.crossattention(x, bias=encoder_bias,
+                                                         encoder_hidden_states=encoder_hidden_states,
+                                                         cache=cross_cache, output_attentions=output_attentions)
+            kv = kv + cross_kv  # (self k, self v, cross k, cross v): one cache entry per layer
+        x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
         return x, att, cross_att, kv
 
 
 class BertEncoder(nn.Module):
+    """The stack of layers. Returns the last hidden states and what each layer produced along the way."""
+
     def __init__(self, config):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+
+    def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
+                past_key_values=None, output_attentions=False, positions=None):
+        hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
+        for i, layer in enumerate(self.layer):
+            last = i == len(self.layer) - 1
+            x, att, cross_att, kv = layer(
+                x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
+                encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
+                output_attentions=output_attentions,
+                positions=positions if last else None)  # see gather_positions
+            hidden_states += (x,)
+            attentions += (att,)
+            cross_attentions += (cross_att,)
+            presents += (kv,)
+        return x, hidden_states, attentions, cross_attentions, presents
+
+
+# ---- speed-ups, each changing no number (tests/test_fast_paths.py checks that) ----
+
+def gather_positions(x, positions):
+    """x (B, T, C) -> (B, K, C), the rows at positions (B, K). The last layer of an encoder whose heads
+    read only a few positions (the masked ones and [CLS]: about a sixth at 15% masking) computes only
+    those; their attention still reads every token. Saves about a sixth of the encoder's work."""
+    return x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def fused_attention(q, k, v, bias, is_causal, dropout_p):
+    """PyTorch's scaled_dot_product_attention: the same softmax(q k^T / sqrt(d)) v as the spelled-out
+    path, in one fused kernel that never stores the (T, S) weights. Faster and lighter."""
+    bias = None if bias is None else bias.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
+
+
+def needs_spelled_out_attention(dropout, q):
+    """Training with attention dropout on a CPU: the fused kernel draws its dropout mask slowly there,
+    so the spelled-out path with minibert's cheaper Dropout is faster."""
+    return dropout.training and dropout.p > 0 and q.device.type == "cpu"
 
 
 class BertPooler(nn.Module):
@@ -355,19 +394,12 @@ class BertModel(BertPreTrainedModel):
         last_hidden_state is (B, K, C). The pooler reads the first of them, which should be [CLS] (0)."""
         cfg = self.config
         past_length = past_key_values[0][0].shape[2] if past_key_values else 0
-        check_inputs(cfg, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length)
-        if past_key_values is not None and not cfg.is_decoder:
-            raise ValueError("past_key_values is for decoders (config.is_decoder=True); an encoder sees everything")
+        check_inputs(cfg, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length,
+                     past_key_values, positions)  # a sentence for every mistake, see checks.py
         use_cache = cfg.is_decoder and (cfg.use_cache if use_cache is None else use_cache)
-        if positions is not None and cfg.is_decoder:
-            raise ValueError("positions is for encoders: a decoder's next layer or step needs every position")
 
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
         T = x.shape[1]
-        if positions is not None and (positions.dim() != 2 or len(positions) != len(x) or positions.min() < 0
-                                      or positions.max() >= T):
-            raise ValueError(f"positions must be (batch, K) indices in 0..{T - 1}, one row per sequence; got "
-                             f"shape {tuple(positions.shape)}, values {int(positions.min())}..{int(positions.max())}")
         if attention_mask is not None and bool(attention_mask.all()):
             attention_mask = None  # nothing is padded: let SDPA take its fastest path
         # a decoder without padding or cache can use SDPA's built-in causal mask
@@ -377,16 +409,9 @@ class BertModel(BertPreTrainedModel):
         if encoder_attention_mask is not None:
             encoder_bias = attention_bias(encoder_attention_mask, T, encoder_attention_mask.shape[1], False, x.dtype)
 
-        hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
-        for i, layer in enumerate(self.encoder.layer):
-            last = i == len(self.encoder.layer) - 1
-            x, att, cross_att, kv = layer(x, bias, is_causal, encoder_hidden_states, encoder_bias,
-                                          past_key_values[i] if past_key_values else None, output_attentions,
-                                          positions if last else None)
-            hidden_states += (x,)
-            attentions += (att,)
-            cross_attentions += (cross_att,)
-            presents += (kv,)
+        x, hidden_states, attentions, cross_attentions, presents = self.encoder(
+            x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states, encoder_bias=encoder_bias,
+            past_key_values=past_key_values, output_attentions=output_attentions, positions=positions)
         return model_output(ModelOutput(
             last_hidden_state=x,
             pooler_output=self.pooler(x) if self.pooler is not None else None,
