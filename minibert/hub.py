@@ -33,6 +33,9 @@ def atomic_folder(path):
     os.makedirs(parent, exist_ok=True)
     remove_stale_temporaries(parent, name)
     tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; a checkpoint is shared like any folder
     try:
         yield tmp
         if os.path.isdir(path):
