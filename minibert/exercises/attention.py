@@ -131,9 +131,14 @@ QUIZ = {EX: {
          "D": "the vocabulary"}, "B",
         "the static embedding is a lookup; every layer after it mixes context into the vector."),
     "q5": Question(
-        "Many heads put much of their attention on [SEP] or [CLS]. What is a careful reading of that?",
-        {"A": "[SEP] holds the meaning of the sentence", "B": "attention weights say where a head reads from, not "
-         "why; a head with nothing useful to add often parks its weight on a special token (Clark et al., 2019)",
-         "C": "the model is undertrained", "D": "the tokenizer is wrong"}, "B",
-        "attention maps are a view of the computation, not an explanation of a prediction."),
+        "A head puts most of each token's attention on the next token, and it also scores far above uniform on "
+        "'the other pieces of the same word'. What is the careful reading?",
+        {"A": "the head has learned to assemble words from their WordPiece pieces",
+         "B": "the second share may follow from the first: the token after a word's first piece is another piece "
+              "of that word; measure same-word keys that are not neighbours before calling it a second skill",
+         "C": "the tokenizer splits too many words", "D": "the head attends to [SEP]"}, "B",
+        "categories of keys overlap, so a share far above uniform is a lead, not a finding; attention weights say "
+        "where a head reads from, not why.",
+        {"A": "reading the next token alone already gives a high same-word share, so the number cannot tell the two "
+              "apart."}),
 }}

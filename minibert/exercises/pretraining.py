@@ -101,12 +101,16 @@ QUIZ = {EX: {
         "cross-entropy of a coin flip is ln 2 = 0.693 nats; the MLM loss starts near the unigram loss because of "
         "the prior initialisation of the output bias."),
     "q3": Question(
-        "Which positions does the masked-LM loss use?",
-        {"A": "every position", "B": "only positions whose input is [MASK]",
-         "C": "the positions chosen for prediction (labels != -100), whether they show [MASK], a random token or "
-              "the original token", "D": "only [CLS]"}, "C",
-        "about 15% of tokens are chosen; 80% of them show [MASK], 10% a random token, 10% themselves, and all of "
-        "them are predicted.", {"B": "that misses the chosen tokens that were replaced by a random token or kept."}),
+        "On the shared encoder layers (about 400,000 numbers), the gradient of the MLM loss and that of the NSP loss "
+        "have a cosine of 0.01. What can you conclude?",
+        {"A": "the two objectives ask for different things",
+         "B": "nothing yet: compare it with a control, such as the cosine between the MLM gradients of two different "
+              "batches, or between two random vectors of the same size",
+         "C": "NSP does not train the encoder", "D": "the two losses should be averaged"}, "B",
+        "in hundreds of thousands of dimensions almost any two directions are nearly orthogonal, and one batch's "
+        "gradient is mostly the noise of its own examples: a cosine means something only beside its control.",
+        {"A": "the same near-zero cosine appears between two batches of the same objective, which cannot ask "
+              "for different things."}),
     "q4": Question(
         "transformers' BertForPreTraining loads our checkpoint with no missing and no unexpected keys, and gives "
         "the same logits. What does that show?",
