@@ -113,9 +113,15 @@ QUIZ = {EX: {
          "C": "the cache stores the outputs", "D": "the cache lowers the precision"}, "A",
         "the cache removes recomputation, not information; the encoder's keys and values are cached too."),
     "q5": Question(
-        "The warm-started decoder beats the one trained from scratch after the same number of steps. What is a "
-        "fair caveat?",
-        {"A": "none", "B": "the warm start also had the masked-LM pretraining before, so it used more compute "
-         "in total", "C": "the scratch decoder had more parameters", "D": "warm-starting changes the tokenizer"}, "B",
-        "same steps for the decoder, not the same total compute: say which budget a comparison holds fixed."),
+        "After the same 200 decoder steps, the decoder warm-started from bert-mlm (35 minutes of masked LM) has "
+        "less than half the perplexity of the one trained from scratch, while the one warm-started from the "
+        "course's live masked LM (600 steps) ends slightly behind it. What is a fair reading?",
+        {"A": "warm-starting always helps a decoder",
+         "B": "a warm start pays when the checkpoint holds more than the decoder's own budget can teach; and "
+              "'same steps' is not the same total compute: bert-mlm had 35 minutes of pretraining first",
+         "C": "the decoder from scratch had more parameters", "D": "warm-starting changes the tokenizer"}, "B",
+        "same steps for the decoder, not the same total compute: say which budget a comparison holds fixed; the "
+        "gain grows with what the checkpoint learned.",
+        {"A": "the decoder warm-started from the live 600-step checkpoint did not beat the one from scratch.",
+         "C": "both decoders have exactly the same shape: every weight of the checkpoint is reused."}),
 }}
