@@ -9,6 +9,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
+import transformers
+
 import minibert  # noqa: E402
 
 # Several shapes and activations, so parity does not hold by accident for one config.
@@ -83,3 +85,26 @@ def assert_hints(check, wrong_answers):
 def stub(*args):
     """An exercise as a student version hands it out."""
     raise NotImplementedError("Exercise: write this function")
+
+
+PAIRS = {  # minibert class -> the transformers class that reads and writes the same checkpoint
+    minibert.BertModel: transformers.BertModel,
+    minibert.BertForMaskedLM: transformers.BertForMaskedLM,
+    minibert.BertForNextSentencePrediction: transformers.BertForNextSentencePrediction,
+    minibert.BertForPreTraining: transformers.BertForPreTraining,
+    minibert.BertForCausalLM: transformers.BertLMHeadModel,
+    minibert.BertForSequenceClassification: transformers.BertForSequenceClassification,
+}
+
+
+def word_tokenizer():
+    """A WordPiece tokenizer over ten tokens: enough for the text helpers."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, processors
+    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "deep", "learning", "is",
+                                         "fun", "hard"])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
+                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")

@@ -11,16 +11,8 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, make_batch, randomize
+from conftest import CONFIGS, PAIRS, make_batch, randomize, word_tokenizer
 
-PAIRS = {  # minibert class -> the transformers class that reads and writes the same checkpoint
-    minibert.BertModel: transformers.BertModel,
-    minibert.BertForMaskedLM: transformers.BertForMaskedLM,
-    minibert.BertForNextSentencePrediction: transformers.BertForNextSentencePrediction,
-    minibert.BertForPreTraining: transformers.BertForPreTraining,
-    minibert.BertForCausalLM: transformers.BertLMHeadModel,
-    minibert.BertForSequenceClassification: transformers.BertForSequenceClassification,
-}
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
@@ -42,17 +34,6 @@ def twins(tmp_path, cls, config_name="gelu", seed=1):
     return cls.from_pretrained(tmp_path).eval(), theirs
 
 
-def word_tokenizer():
-    """A WordPiece tokenizer over ten tokens: enough for the text helpers."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "deep", "learning", "is",
-                                         "fun", "hard"])}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
-                                                cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
 
 
 # ---- outputs read like transformers' ----

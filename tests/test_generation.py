@@ -7,7 +7,7 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, randomize
+from conftest import CONFIGS, randomize, word_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -109,15 +109,7 @@ def test_generate_refuses_to_run_past_the_position_table(pair):
 
 def test_next_token_helpers_skip_the_final_sep(tmp_path):
     """A [SEP] appended by the tokenizer must not be the position the next token is predicted from."""
-    from tokenizers import Tokenizer, models, pre_tokenizers, processors
-    vocab = {t: i for i, t in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "deep", "learning", "is",
-                                         "fun", "hard"])}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
-    tokenizer = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
-                                                     cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tokenizer = word_tokenizer()
     torch.manual_seed(0)
     model = minibert.BertForCausalLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
     expected = model.predict_next_token_id(input_ids=torch.tensor([[2, 5, 6, 7]]))  # [CLS] deep learning is

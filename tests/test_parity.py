@@ -7,16 +7,8 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, make_batch, randomize
+from conftest import CONFIGS, PAIRS, make_batch, randomize
 
-PAIRS = {  # minibert class -> the transformers class that reads and writes the same checkpoint
-    minibert.BertModel: transformers.BertModel,
-    minibert.BertForMaskedLM: transformers.BertForMaskedLM,
-    minibert.BertForNextSentencePrediction: transformers.BertForNextSentencePrediction,
-    minibert.BertForPreTraining: transformers.BertForPreTraining,
-    minibert.BertForCausalLM: transformers.BertLMHeadModel,
-    minibert.BertForSequenceClassification: transformers.BertForSequenceClassification,
-}
 TOL = 1e-4
 
 
