@@ -86,6 +86,15 @@ def notebook_title(nb):
     return "minibert course"
 
 
+def learning_goals(nb):
+    """The numbered list after "**Learning goals.**" in the first cell, one line per goal."""
+    first = next(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+    m = re.search(r"\*\*Learning goals\.\*\*[^\n]*\n\n(.*?)(?:\n\n|$)", first, re.S)
+    if not m:
+        return []
+    return [re.sub(r"\s*\n\s*", " ", item).strip() for item in re.split(r"(?:^|\n)\d+\. ", m.group(1)) if item.strip()]
+
+
 # $...$ and $$...$$ outside `code`: LaTeX, which the site turns into MathML (browsers draw it natively;
 # a JavaScript renderer would need the network)
 MATH = re.compile(r"(`[^`\n]*`)|\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)

@@ -11,7 +11,8 @@ import threading
 import nbformat
 import pytest
 
-from minibert.course import BEGIN, END, build_site, notebook_paths, strip_solutions, write_student_versions
+from minibert.course import (BEGIN, END, build_site, learning_goals, notebook_paths, strip_solutions,
+                            write_student_versions)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
@@ -140,3 +141,16 @@ def test_website_pages_load_in_chromium_with_titles_headings_and_images(tmp_path
 def notebook_title_of(path):
     from minibert.course import notebook_title
     return notebook_title(nbformat.read(path, as_version=4))
+
+
+def test_the_teaching_guide_lists_every_notebooks_goals_as_the_notebook_states_them():
+    with open(os.path.join(ROOT, "docs", "teaching.md")) as f:
+        guide = f.read()
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        goals = learning_goals(nb)
+        assert len(goals) >= 3, f"{os.path.basename(path)}: no learning goals found"
+        missing = [g for g in goals if f"- {g}\n" not in guide]
+        assert not missing, f"docs/teaching.md lacks goals of {os.path.basename(path)}: {missing}"
+        assert os.path.basename(path)[:2] in re.findall(r"^\| (\d\d) ", guide, re.M), \
+            f"docs/teaching.md's plan has no row for {os.path.basename(path)}"

@@ -5,7 +5,7 @@ import math
 import torch
 from conftest import assert_hints, stub
 
-from minibert.exercises import check_attention_entropy, check_attention_to, check_most_attended
+from minibert.exercises import check_attention_entropy, check_attention_to, check_masked_attention
 
 
 def weights(q, k, causal):
@@ -34,15 +34,82 @@ def test_attention_entropy():
     assert_hints(check_attention_entropy, hints)
 
 
-def test_most_attended():
-    assert check_most_attended(lambda w, tokens: [tokens[i] for i in w.argmax(-1).tolist()])
-    assert check_most_attended(stub).status == "not done"
+def masked_attention(q, k, v, mask, fill=float("-inf"), scale=None, dim=-1, hide=None, after=None):
+    """The exercise's solution, and with one argument changed, each common mistake."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)
+    hide = mask[:, None, None, :] == 0 if hide is None else hide(mask)
+    if after is None:
+        weights = scores.masked_fill(hide, fill).softmax(dim)
+    else:
+        weights = after(scores.softmax(dim), mask[:, None, None, :])
+    return weights @ v, weights
+
+
+def test_masked_attention():
+    assert check_masked_attention(masked_attention)
+    assert check_masked_attention(lambda q, k, v, m: masked_attention(q, k, v, m, fill=-1e9))
+    assert check_masked_attention(additive_mask)
+    assert check_masked_attention(stub).status == "not done"
     hints = {
-        "those are the positions": lambda w, tokens: w.argmax(-1),
-        "wrong axis": lambda w, tokens: [tokens[i] for i in w.argmax(0).tolist()],
-        "LARGEST": lambda w, tokens: [tokens[i] for i in w.argmin(-1).tolist()],
+        "1 / sqrt(d)": lambda q, k, v, m: masked_attention(q, k, v, m, scale=1.0),
+        "not by d": lambda q, k, v, m: masked_attention(q, k, v, m, scale=float(q.shape[-1])),
+        "not on the queries": lambda q, k, v, m: masked_attention(q, k, v, m, fill=-1e9,
+                                                                  hide=lambda m: m[:, None, :, None] == 0),
+        "mask only the KEYS": lambda q, k, v, m: masked_attention(
+            q, k, v, m, hide=lambda m: (m[:, None, :, None] == 0) | (m[:, None, None, :] == 0)),
+        "BEFORE the softmax": lambda q, k, v, m: masked_attention(q, k, v, m, after=lambda w, keep: w * keep),
+        "the last axis (dim=-1)": lambda q, k, v, m: masked_attention(q, k, v, m, dim=-2),
+        "inverted": lambda q, k, v, m: masked_attention(q, k, v, m, hide=lambda m: m[:, None, None, :] == 1),
+        "does not broadcast": lambda q, k, v, m: masked_attention(q, k, v, m, hide=lambda m: m == 0),
+        "padding keys still get attention": lambda q, k, v, m: masked_attention(
+            q, k, v, m, hide=lambda m: torch.zeros_like(m[:, None, None, :], dtype=torch.bool)),
+        "weights @ v": lambda q, k, v, m: (masked_attention(q, k, v, m)[1] @ k, masked_attention(q, k, v, m)[1]),
+        "two tensors": lambda q, k, v, m: masked_attention(q, k, v, m)[0],
     }
-    assert_hints(check_most_attended, hints)
+    assert_hints(check_masked_attention, hints)
+    # the same mistakes written with the other fill (-inf gives NaN rows where -1e9 gives uniform ones)
+    for fill in (float("-inf"), -1e9):
+        assert_hints(check_masked_attention, {
+            "not on the queries": lambda q, k, v, m: masked_attention(q, k, v, m, fill=fill,
+                                                                      hide=lambda m: m[:, None, :, None] == 0),
+            "inverted": lambda q, k, v, m: masked_attention(q, k, v, m, fill=fill,
+                                                            hide=lambda m: m[:, None, None, :] == 1),
+            "the last axis (dim=-1)": lambda q, k, v, m: masked_attention(q, k, v, m, fill=fill, dim=-2),
+        })
+    # adding the mask after the softmax, a large negative number or -inf, is the same mistake
+    for after in (lambda w, keep: w + (1 - keep) * -1e9, lambda w, keep: w.masked_fill(keep == 0, float("-inf"))):
+        result = check_masked_attention(lambda q, k, v, m: masked_attention(q, k, v, m, after=after))
+        assert result.status == "wrong" and "BEFORE the softmax" in result.message, result.message
+
+
+def additive_mask(q, k, v, mask):
+    # the other common way to write it: add a large negative number to the padding keys' scores
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + (1 - mask[:, None, None, :]) * -1e4
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def test_broadcast_mistake_that_raises_no_error_is_caught():
+    # with as many sequences as tokens, a (B, T) mask broadcasts against (T, T) silently: the second case
+    def wrong(q, k, v, m):
+        if m.shape[0] != m.shape[1]:
+            return masked_attention(q, k, v, m)
+        return masked_attention(q, k, v, m, hide=lambda m: m == 0)
+    result = check_masked_attention(wrong)
+    assert result.status == "wrong" and "broadcast wrongly" in result.message, result.message
+
+
+def test_the_masked_reference_is_torchs_and_miniberts():
+    """The check's reference is PyTorch's fused attention with a boolean mask, and minibert's attention bias."""
+    from minibert.exercises.attention import _masked_case, _masked_weights
+    from minibert.model import attention_bias
+    q, k, v, mask = _masked_case(3, 5, 4, [5, 3, 4], 0)
+    weights = _masked_weights(q, k, mask)
+    fused = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())
+    assert torch.allclose(weights @ v, fused, atol=1e-6)
+    bias = attention_bias(mask, 5, 5, causal=False, dtype=torch.float32)
+    assert torch.allclose((q @ k.transpose(-2, -1) / 2 + bias).softmax(-1), weights, atol=1e-6)
+    assert (weights[1, :, :, 3:] == 0).all() and torch.allclose(weights.sum(-1), torch.ones(()))
 
 
 def attention_to(w, key_is, mask):

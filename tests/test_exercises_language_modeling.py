@@ -2,9 +2,12 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 from conftest import assert_hints, stub
 
-from minibert.exercises import check_make_causal_labels, check_next_token_targets, check_top_k_filter, quiz, show_quiz
+import minibert
+from minibert.exercises import (check_causal_lm_loss, check_make_causal_labels, check_next_token_targets,
+                                check_top_k_filter, quiz, show_quiz)
 
 
 def test_make_causal_labels():
@@ -42,11 +45,62 @@ def test_top_k_filter():
         assert hint in check_top_k_filter(fn).message
 
 
+def causal_loss(shift=1, mask_padding=True, reduction="mean", per_sequence=False, transpose=None):
+    """The right causal-LM loss, or one of the usual mistakes."""
+    def loss(logits, ids, mask):
+        V = logits.shape[-1]
+        labels = ids.masked_fill(mask == 0, -100) if mask_padding else ids
+        if shift >= 0:
+            scored, targets = logits[:, :logits.shape[1] - shift], labels[:, shift:]
+        else:  # the wrong way: position t scored on token t - 1
+            scored, targets = logits[:, 1:], labels[:, :-1]
+        if transpose == "logits":
+            scored = scored.transpose(0, 1)
+        if transpose == "labels":
+            targets = targets.transpose(0, 1)
+        if per_sequence:
+            return torch.stack([F.cross_entropy(scored[b], targets[b]) for b in range(len(ids))]).mean()
+        per_token = F.cross_entropy(scored.reshape(-1, V), targets.reshape(-1), reduction="none")  # 0 at -100
+        if reduction == "sum":
+            return per_token.sum()
+        if reduction == "every position":
+            return per_token.mean()
+        if reduction == "none":
+            return per_token
+        return per_token.sum() / (targets != -100).sum()
+    return loss
+
+
+def test_causal_lm_loss():
+    assert check_causal_lm_loss(causal_loss())
+    assert check_causal_lm_loss(lambda *args: causal_loss()(*args).item())  # a float is as good as a tensor
+
+    def package_loss(logits, ids, mask):  # what BertForCausalLM computes from labels = input_ids, -100 on padding
+        return minibert.heads.token_loss(logits, ids.masked_fill(mask == 0, -100), shift=True)
+    assert check_causal_lm_loss(package_loss)
+    assert check_causal_lm_loss(stub).status == "not done"
+    hints = {
+        "not shifted": dict(shift=0),
+        "shifted twice": dict(shift=2),
+        "shifted the wrong way": dict(shift=-1),
+        "padding is scored too": dict(mask_padding=False),
+        "that is the sum": dict(reduction="sum"),
+        "averaged over every position, padding included": dict(reduction="every position"),
+        "averaged each sequence first": dict(per_sequence=True),
+        "flattened in different orders": dict(transpose="logits"),
+        "return one number": dict(reduction="none"),
+    }
+    assert_hints(check_causal_lm_loss, {hint: causal_loss(**kwargs) for hint, kwargs in hints.items()})
+    assert "flattened in different orders" in check_causal_lm_loss(causal_loss(transpose="labels")).message
+    assert "return a number" in check_causal_lm_loss(lambda *args: "4.2").message
+    assert "the mean loss is" in check_causal_lm_loss(lambda *args: 1.0).message
+
+
 def test_quiz_marks_answers_and_explains(capsys):
-    result = quiz("03", q1="B", q2="A")
-    assert result.right == 1 and "✓ q1" in str(result) and "✗ q2: A is not it" in str(result)
-    assert "The answer is B" in str(result)
-    assert quiz(3, lambda: {"q3": "b"}).right == 1  # notebook as a number, lower-case letter
+    result = quiz("03", q1="C", q2="B")
+    assert result.right == 1 and "✓ q1" in str(result) and "✗ q2: B is not it" in str(result)
+    assert "The answer is A" in str(result)
+    assert quiz(3, lambda: {"q3": "d"}).right == 1  # notebook as a number, lower-case letter
     assert "not answered yet" in str(quiz("03", stub))
     with pytest.raises(ValueError, match="no question 'q9'"):
         quiz("03", q9="A")
@@ -55,4 +109,5 @@ def test_quiz_marks_answers_and_explains(capsys):
     with pytest.raises(ValueError, match="no quiz for notebook '42'"):
         quiz("42", q1="A")
     show_quiz("03")
-    assert "q5." in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "q6." in shown and "print(targets[1].tolist())" in shown  # the program of the predict-the-output question

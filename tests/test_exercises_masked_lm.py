@@ -3,7 +3,7 @@
 import torch
 from conftest import assert_hints, stub
 
-from minibert.exercises import check_mask_tokens, check_mlm_accuracy
+from minibert.exercises import check_mask_tokens, check_mask_with_budget, check_mlm_accuracy
 
 
 def masker(select_special=False, labels_everywhere=False, only_mask=False, no_random=False, no_kept=False,
@@ -81,3 +81,65 @@ def test_mlm_accuracy():
         "share of WRONG guesses": lambda *a: 1 - right(*a),
     }
     assert_hints(check_mlm_accuracy, hints)
+
+
+def budget_masker(batch_budget=False, select_special=False, labels_everywhere=False, labels_from_masked=False,
+                  only_mask=False, coin=False, no_minimum=False, round_down=False, fixed_p=False, global_rng=False,
+                  in_place=False):
+    """The right fixed-budget masker (MLMCollator's rule), or one of the usual mistakes."""
+    def mask_with_budget(ids, special, mask_id, vocab_size, generator, p=0.15):
+        p = 0.15 if fixed_p else p
+        eligible = torch.ones_like(special) if select_special else ~special
+
+        def budget(n):
+            count = int(p * n) if round_down else round(p * n)
+            return count if no_minimum or n == 0 else max(1, count)
+
+        def randperm(n):
+            return torch.randperm(n) if global_rng else torch.randperm(n, generator=generator)
+        selected = torch.zeros_like(special)
+        if coin:
+            selected = (torch.rand(ids.shape, generator=generator) < p) & eligible
+        elif batch_budget:  # round(p * n) over all the ordinary tokens of the batch
+            positions = eligible.flatten().nonzero().flatten()
+            selected.view(-1)[positions[randperm(len(positions))[:budget(len(positions))]]] = True
+        else:
+            for row in range(len(ids)):
+                positions = eligible[row].nonzero().flatten()
+                selected[row, positions[randperm(len(positions))[:budget(len(positions))]]] = True
+        u = torch.rand(ids.shape, generator=generator)
+        random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
+        out = ids if in_place else ids.clone()
+        labels = ids.clone() if labels_everywhere else ids.masked_fill(~selected, -100)
+        to_mask = selected & (u < (1.0 if only_mask else 0.8))
+        to_random = selected & ~to_mask & (u < 0.9)
+        out[to_mask] = mask_id
+        out[to_random] = random_ids[to_random]
+        if labels_from_masked:
+            labels = out.masked_fill(~selected, -100)
+        return out, labels
+    return mask_with_budget
+
+
+def test_mask_with_budget():
+    assert check_mask_with_budget(budget_masker())
+    assert check_mask_with_budget(stub).status == "not done"
+    hints = {
+        "the budget is counted over the whole batch": dict(batch_budget=True),
+        "special tokens ([CLS], [SEP], [PAD]) were selected": dict(select_special=True),
+        "labels must be -100 wherever": dict(labels_everywhere=True),
+        "the labels hold the masked input": dict(labels_from_masked=True),
+        "every selected token became [MASK]": dict(only_mask=True),
+        "each token was selected with probability p": dict(coin=True),
+        "got no target": dict(no_minimum=True),
+        "round down": dict(round_down=True),
+        "use the argument p": dict(fixed_p=True),
+        "draw every random number from the generator": dict(global_rng=True),
+        "you changed input_ids in place": dict(in_place=True),
+    }
+    assert_hints(check_mask_with_budget, {hint: budget_masker(**kwargs) for hint, kwargs in hints.items()})
+    # 04.1's coin is right there and wrong here; 04.5's budget is right in both
+    def coin(ids, special, mask_id, vocab_size, generator, p=0.15):
+        return masker(rate=p)(ids, special, mask_id, vocab_size, generator)
+    assert "each token was selected with probability p" in check_mask_with_budget(coin).message
+    assert check_mask_tokens(budget_masker())

@@ -4,7 +4,7 @@ import torch
 import torch.nn.functional as F
 from conftest import assert_hints, stub
 
-from minibert.exercises import check_gather_masked, check_pretraining_loss
+from minibert.exercises import check_pretraining_loss, check_train_step
 
 
 def mlm(logits, labels, **kwargs):
@@ -27,18 +27,57 @@ def test_pretraining_loss():
     assert_hints(check_pretraining_loss, hints)
 
 
-def test_gather_masked():
-    right = lambda h, ids, labels: (h[labels != -100], labels[labels != -100])  # noqa: E731
-    assert check_gather_masked(right)
-    assert check_gather_masked(stub).status == "not done"
+def make_train_step(backward=True, step=True, zero_grad=True, clip=None, train=True, item=True,
+                    batch_keys=None, loss_after_step=False):
+    """One training step, right by default; each flag leaves out or changes one part of it."""
+    def train_step(model, batch, optimizer):
+        if train:
+            model.train()
+        inputs = {k: batch[k] for k in batch_keys} if batch_keys else batch
+        loss = model(**inputs).loss
+        if backward:
+            loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        if step:
+            optimizer.step()
+        if zero_grad:
+            optimizer.zero_grad()
+        if loss_after_step:
+            with torch.no_grad():
+                loss = model(**inputs).loss
+        return loss.item() if item else loss
+    return train_step
+
+
+def test_train_step():
+    assert check_train_step(make_train_step())
+    assert check_train_step(make_train_step(clip=1.0))  # clipping is allowed, at any norm
+    assert check_train_step(make_train_step(clip=0.01))
+
+    def zero_grad_first(model, batch, optimizer):
+        model.train()
+        optimizer.zero_grad()
+        loss = model(**batch, masked_only=True).loss
+        loss.backward()
+        optimizer.step()
+        return float(loss.detach())
+    assert check_train_step(zero_grad_first)
+    assert check_train_step(stub).status == "not done"
+    inputs = ["input_ids", "attention_mask", "token_type_ids"]
     hints = {
-        "only the [MASK] positions": lambda h, ids, labels: (h[ids == 4], labels[ids == 4]),
-        "inverted": lambda h, ids, labels: (h[labels == -100], labels[labels == -100]),
-        "boolean mask": lambda h, ids, labels: (h * (labels != -100)[..., None], labels),
-        "labels must be": lambda h, ids, labels: (h[labels != -100], labels),
-        "return two things": lambda h, ids, labels: h[labels != -100],
+        "the parameters did not change": make_train_step(step=False),
+        "call loss.backward()": make_train_step(backward=False),
+        "gradients of both batches": make_train_step(zero_grad=False),
+        "zero_grad()": make_train_step(zero_grad=False, clip=0.5),
+        "return loss.item()": make_train_step(item=False),
+        "call model.train()": make_train_step(train=False),
+        "the model returned no loss": make_train_step(batch_keys=inputs),
+        "next_sentence_label was not passed": make_train_step(batch_keys=inputs + ["labels"]),
+        "labels was not passed": make_train_step(batch_keys=inputs + ["next_sentence_label"]),
+        "the loss after the update": make_train_step(loss_after_step=True),
     }
-    assert_hints(check_gather_masked, hints)
+    assert_hints(check_train_step, hints)
 
 
 def test_the_check_agrees_with_the_model():

@@ -1,6 +1,9 @@
 """Every notebook's "check yourself" quiz: well formed, marks right and wrong answers, explains both."""
 
+import contextlib
+import io
 import os
+from collections import Counter
 
 import pytest
 
@@ -11,7 +14,7 @@ from minibert.exercises import QUIZZES, quiz, show_quiz
 @pytest.mark.parametrize("notebook", sorted(QUIZZES))
 def test_quiz_is_well_formed_and_explains_every_answer(notebook, capsys):
     questions = QUIZZES[notebook]
-    assert 3 <= len(questions) <= 5 and list(questions) == [f"q{i}" for i in range(1, len(questions) + 1)]
+    assert 3 <= len(questions) <= 6 and list(questions) == [f"q{i}" for i in range(1, len(questions) + 1)]
     for name, q in questions.items():
         assert q.answer in q.options and len(q.options) >= 3 and q.why, name
         assert set(q.wrong) <= set(q.options) - {q.answer}, f"{name}: an explanation for a wrong letter"
@@ -29,4 +32,43 @@ def test_quiz_is_well_formed_and_explains_every_answer(notebook, capsys):
 def test_every_notebook_has_a_quiz():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     numbers = {os.path.basename(p)[:2] for p in notebook_paths(os.path.join(root, "notebooks"))}
-    assert len(numbers) == 10 and numbers <= set(QUIZZES), f"notebooks without a quiz: {sorted(numbers - set(QUIZZES))}"
+    assert len(numbers) == 11 and numbers <= set(QUIZZES), f"notebooks without a quiz: {sorted(numbers - set(QUIZZES))}"
+
+
+ALL_QUESTIONS = [(f"{nb} {name}", q) for nb, questions in sorted(QUIZZES.items()) for name, q in questions.items()]
+
+
+def right_is_longest(q):
+    return all(len(q.options[q.answer]) > len(text) for letter, text in q.options.items() if letter != q.answer)
+
+
+def test_the_longest_option_is_no_clue():
+    # A student who always picks the longest option must not pass: at most a third of the answers are it.
+    longest = [name for name, q in ALL_QUESTIONS if right_is_longest(q)]
+    assert len(longest) <= len(ALL_QUESTIONS) / 3, (
+        f"the right option is the longest in {len(longest)} of {len(ALL_QUESTIONS)} questions: {longest}")
+
+
+def test_right_letters_are_spread():
+    counts = Counter(q.answer for _, q in ALL_QUESTIONS)
+    assert max(counts.values()) <= 0.4 * len(ALL_QUESTIONS), f"right letters: {dict(sorted(counts.items()))}"
+    assert len(counts) >= 4, f"some letter is never right: {dict(sorted(counts.items()))}"
+
+
+@pytest.mark.parametrize("notebook", sorted(QUIZZES))
+def test_every_quiz_asks_to_predict_an_output(notebook):
+    assert any(q.code for q in QUIZZES[notebook].values()), f"quiz {notebook} has no predict-the-output question"
+
+
+@pytest.mark.parametrize("name,q", [(name, q) for name, q in ALL_QUESTIONS if q.code], ids=lambda x: str(x)[:6])
+def test_predict_the_output_answer_is_what_the_code_prints(name, q):
+    # The right option is the last line the program really prints, so a change in the package that
+    # changes the output fails here instead of leaving a wrong answer in the quiz.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(q.code, {"__name__": "__quiz__"})
+    printed = out.getvalue().strip().splitlines()
+    assert printed and printed[-1].strip() == q.options[q.answer].strip(), (
+        f"{name}: the code prints {printed[-1:]!r}; the right option says {q.options[q.answer]!r}")
+    others = [text for letter, text in q.options.items() if letter != q.answer]
+    assert printed[-1].strip() not in [t.strip() for t in others], f"{name}: a wrong option equals the output"

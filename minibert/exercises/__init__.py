@@ -61,6 +61,7 @@ class Question:
     answer: str  # the right letter
     why: str  # one line: why the right answer is right
     wrong: dict = field(default_factory=dict)  # letter -> why that option is wrong (optional)
+    code: str = ""  # "predict the output": a short program; the right option is exactly what it prints
 
 
 QUIZZES = {}  # notebook number ("03") -> {"q1": Question, ...}
@@ -70,6 +71,8 @@ def show_quiz(notebook):
     """Print a notebook's quiz questions and options."""
     for name, q in quiz_of(notebook).items():
         print(f"{name}. {q.text}")
+        if q.code:
+            print("\n".join("      " + line for line in q.code.strip().splitlines()))
         for letter, option in q.options.items():
             print(f"   {letter}) {option}")
 

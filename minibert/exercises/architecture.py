@@ -175,35 +175,85 @@ def check_layer_parameters(layer_parameters):
 QUIZ = {EX: {
     "q1": Question(
         "Why are attention scores divided by sqrt(d), d being the head size?",
-        {"A": "to make the weights sum to 1", "B": "the dot product of two random d-dimensional vectors has a "
-         "standard deviation that grows like sqrt(d); unscaled, the softmax saturates into a near one-hot and "
-         "its gradients vanish",
-         "C": "to save memory", "D": "to hide padding"}, "B",
-        "dividing by sqrt(d) keeps the scores' spread about the same for any head size.",
-        {"A": "the softmax does that."}),
+        {"A": "random dot products spread like sqrt(d): unscaled, the softmax would turn nearly one-hot and its "
+              "gradients vanish",
+         "B": "to make each query's weights add up to 1, which the softmax alone does not guarantee once the "
+              "scores grow large",
+         "C": "to keep the scores small enough for half precision: unscaled scores would overflow float16 and "
+              "cost more memory",
+         "D": "to bring the scores of padding keys close to 0, so that the softmax can then leave those keys "
+              "out of the weighted average"}, "A",
+        "dividing by sqrt(d) keeps the scores' spread about the same for any head size, so the softmax stays soft.",
+        {"B": "the softmax makes every row add up to 1 whatever the scores; the scaling changes how peaked the row "
+              "is.",
+         "C": "the scaling is there in float32 as well; it is about the shape of the softmax, not about memory.",
+         "D": "padding keys are hidden by a score of -inf before the softmax, not by any scaling."}),
     "q2": Question(
-        "Self-attention without position embeddings would treat 'dog bites man' and 'man bites dog' how?",
-        {"A": "as different sentences, because attention reads left to right",
-         "B": "as the same bag of tokens: each token would get the same vector in both, only in another place",
-         "C": "it would fail with an error", "D": "it would see only the first token"}, "B",
+        "Without position embeddings, how would BERT's encoder treat 'dog bites man' and 'man bites dog'?",
+        {"A": "as two different inputs, because attention reads the tokens from left to right and so sees their "
+              "order",
+         "B": "it would refuse them: the encoder needs position vectors and raises an error when they are missing",
+         "C": "as the same bag of tokens: 'dog' gets the same output vector in both, only at another index",
+         "D": "it would attend to the first token only, because without positions the others cannot be told "
+              "apart"}, "C",
         "attention itself ignores order (it is permutation-equivariant); the position table tells the model "
-        "where each token is."),
+        "where each token is.",
+        {"A": "BERT's attention has no direction: each token weighs every other by content alone, so without "
+              "positions the order is invisible.",
+         "B": "attention runs on any set of vectors; without a position table nothing fails, the order is simply "
+              "lost.",
+         "D": "attention reaches every token by its content; positions only add where each token is."}),
     "q3": Question(
         "What does the segment (token type) embedding add to a token's vector?",
-        {"A": "its position in the sentence", "B": "one of type_vocab_size learned vectors saying whether the token "
-         "belongs to segment A or B", "C": "the [CLS] vector", "D": "nothing at inference time"}, "B",
+        {"A": "the token's position inside its own segment, counted again from 0 after the first [SEP]",
+         "B": "a copy of the [CLS] vector, so that every token of the pair knows what the whole input is about",
+         "C": "nothing once pretraining is over: only next sentence prediction reads segments, then they go",
+         "D": "one learned vector per segment: every token of B and its [SEP] get the same segment-1 vector"}, "D",
         "for a pair [CLS] A [SEP] B [SEP], every token of B gets the segment-1 vector added, so the model can tell "
-        "the two segments apart."),
+        "the two segments apart.",
+        {"A": "positions come from the position table and run through the whole input, across the [SEP].",
+         "B": "no [CLS] vector is added anywhere; every input vector is word + position + segment.",
+         "C": "the segment table stays in the model, and every pair given to it later, e.g. when fine-tuning, uses "
+              "it."}),
     "q4": Question(
         "minibert and transformers give the same logits on the same weights. What does that let you do?",
-        {"A": "load a checkpoint trained with one in the other, and check one implementation against the other",
-         "B": "train twice as fast", "C": "skip tokenization", "D": "use a smaller vocabulary"}, "A",
+        {"A": "train twice as fast in minibert, because transformers' optimizations come along with the weights",
+         "B": "load a checkpoint saved by either library in the other, and test each one against the other",
+         "C": "skip the tokenizer: a checkpoint that both libraries read comes with its token ids built in",
+         "D": "use a smaller vocabulary, because the two libraries then share one embedding table between them"},
+        "B",
         "the same parameter names and the same computation make checkpoints interchangeable, and a difference "
-        "in outputs would reveal a bug."),
+        "in outputs would reveal a bug.",
+        {"A": "equal outputs say nothing about speed: the two libraries compute the same function, each its own way.",
+         "C": "the weights need the tokenizer they were trained with; it is saved next to them (notebook 01).",
+         "D": "the vocabulary size is part of the config; parity does not change any table."}),
     "q5": Question(
-        "In our tiny model (width 128, 2 layers, 8,000-token vocabulary), which part has the most parameters?",
-        {"A": "the attention layers", "B": "the feed-forward layers", "C": "the embeddings, because of the "
-         "8,000 x 128 word table", "D": "the pooler"}, "C",
-        "8,000 x 128 = 1.02 million, more than both layers together (about 0.4 million); in bert-base the "
-        "layers dominate."),
+        "In our tiny model (width 128, 2 layers, a vocabulary of 8,000), which part has the most parameters?",
+        {"A": "the embeddings, because the word table alone is 8,000 x 128, over a million numbers",
+         "B": "the feed-forward layers, as each widens every vector from 128 to 512 and back",
+         "C": "the attention layers, as each one holds four 128 x 128 matrices for every head",
+         "D": "the pooler and the heads, which map the 128-wide [CLS] vector onto the classes to predict"}, "A",
+        "the word table holds 1,024,000 parameters, 68.1% of the model; the two layers together hold about a "
+        "quarter. In bert-base the layers dominate.",
+        {"B": "the feed-forward layers hold 263,424 parameters, about a quarter of the word table's 1,024,000.",
+         "C": "the heads share the four 128 x 128 matrices of a layer: 132,096 parameters for both layers.",
+         "D": "the pooler is a single 128 x 128 layer, 16,512 parameters."}),
+    "q6": Question(
+        "One query, four keys, all scores equal, and the last key is padding. What does this program print?",
+        {"A": "[0.25, 0.25, 0.25, 0.25]", "B": "[0.33, 0.33, 0.33, 0.0]", "C": "[0.25, 0.25, 0.25, 0.0]",
+         "D": "[0.0, 0.0, 0.0, 1.0]"}, "B",
+        "the padding key's score becomes -inf, so its exp is 0; the softmax shares all the weight among the three "
+        "real keys, 1/3 each.",
+        {"A": "those are the weights with no mask at all, or with the scores multiplied by the mask (exp(0) = 1 "
+              "still counts); -inf removes the key.",
+         "C": "the -inf goes in BEFORE the softmax, which then shares the whole weight among the three real keys.",
+         "D": "that is the inverted mask: 1 marks a real key, 0 padding, and masked_fill hides where key_mask == 0."},
+        code='''
+import torch
+
+scores = torch.zeros(1, 4)  # one query, four keys: all scores equal
+key_mask = torch.tensor([1, 1, 1, 0])  # the last key is padding
+weights = scores.masked_fill(key_mask == 0, float("-inf")).softmax(dim=-1)
+print([round(w, 2) for w in weights[0].tolist()])
+'''),
 }}

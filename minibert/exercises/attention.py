@@ -1,8 +1,9 @@
-"""Exercises and quiz of notebook 07, attention: entropy, the most attended token, and what a head looks at."""
+"""Exercises and quiz of notebook 07, attention: entropy, attention with a padding mask, and what a head looks at."""
 
 import math
 
 import torch
+import torch.nn.functional as F
 
 from . import Question, run_check
 
@@ -51,25 +52,90 @@ def check_attention_entropy(attention_entropy):
     return run_check(f"{EX}.1 attention entropy", judge)
 
 
-def check_most_attended(most_attended):
-    """most_attended(weights, tokens) -> for each query, the token it gives the most weight."""
+def _masked_case(B, T, d, lengths, seed):
+    """Queries, keys and values of 2 heads, (B, 2, T, d), and an attention mask (B, T) with `lengths` real tokens."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(B, 2, T, d, generator=g) for _ in range(3))
+    mask = (torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]).long()
+    return q, k, v, mask
+
+
+def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
+    """The reference weights, and the common mistakes: another scale, another softmax axis, another mask."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
+    hide = mask[:, None, None, :] == 0 if masked is None else masked  # (B, 1, 1, T): padding keys
+    return scores.masked_fill(hide, fill).softmax(dim)
+
+
+def check_masked_attention(masked_attention):
+    """masked_attention(q, k, v, attention_mask) -> (output (B, nh, T, d), weights (B, nh, T, T)) with padding
+    keys hidden: compared with a reference and with torch's scaled_dot_product_attention."""
     def judge():
-        w = torch.tensor([[0.1, 0.7, 0.1, 0.1], [0.6, 0.2, 0.1, 0.1], [0.2, 0.2, 0.5, 0.1], [0.1, 0.1, 0.7, 0.1]])
-        tokens = ["[CLS]", "the", "river", "[SEP]"]
-        got = most_attended(w.clone(), list(tokens))
-        expected = ["the", "[CLS]", "river", "river"]
-        if isinstance(got, torch.Tensor):
-            got = got.tolist()
-        if list(got) == expected:
-            return None
-        if list(got) == [1, 0, 2, 2]:
-            return "those are the positions; return the tokens at those positions"
-        if list(got) == [tokens[i] for i in w.argmax(0).tolist()]:
-            return "wrong axis: for each query (row) take the argmax over the keys (the last axis)"
-        if list(got) == [tokens[i] for i in w.argmin(-1).tolist()]:
-            return "the most attended key has the LARGEST weight (argmax)"
-        return f"expected {expected}, got {got}"
-    return run_check(f"{EX}.2 the most attended token", judge)
+        # several padding patterns: none, a little, a lot; the second case has as many sequences as tokens
+        for B, T, d, lengths, seed in ((3, 5, 4, [5, 3, 4], 0), (4, 4, 8, [2, 4, 1, 3], 1)):
+            q, k, v, mask = _masked_case(B, T, d, lengths, seed)
+            try:
+                got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
+            except NotImplementedError:
+                raise
+            except RuntimeError as e:
+                if "size of tensor" in str(e) or "broadcast" in str(e):
+                    return (f"the mask does not broadcast (your code raised: {e}). attention_mask is (B, T) and the "
+                            "scores are (B, heads, T, T): view it as (B, 1, 1, T), attention_mask[:, None, None, :], "
+                            "so that it lines up with the keys of every head and every query")
+                raise
+            if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
+                return "return two tensors: (output, weights)"
+            out, weights = got
+            if tuple(out.shape) != (B, 2, T, d) or tuple(weights.shape) != (B, 2, T, T):
+                return (f"shapes: output (B, heads, T, d) = {(B, 2, T, d)} and weights (B, heads, T, T) = "
+                        f"{(B, 2, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
+            expected = _masked_weights(q, k, mask)
+            fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
+            if torch.allclose(weights, expected, atol=1e-5):
+                if torch.allclose(out, fused, atol=1e-5):
+                    continue
+                return "the weights are right; the output is the weighted average of the values: weights @ v"
+            keys, queries = mask[:, None, None, :] == 0, mask[:, None, :, None] == 0  # (B, 1, 1, T), (B, 1, T, 1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(d)
+            mistakes = {
+                "padding keys still get attention: hide the keys where attention_mask == 0 (-inf on their scores) "
+                "before the softmax": dict(masked=torch.zeros_like(keys)),
+                "scale the scores by 1 / sqrt(d), d the head size (the last axis of q): without it the softmax is "
+                "too sharp": dict(scale=1.0),
+                "scale by sqrt(d), not by d": dict(scale=float(d)),
+                "the mask goes on the KEYS (the last axis of the scores), not on the queries: view it as (B, 1, 1, "
+                "T). A padding query still attends to the real keys; no query may attend to a padding key":
+                    dict(masked=queries),
+                "mask only the KEYS: masking the padding queries too leaves their rows with nothing to attend to. "
+                "View the mask as (B, 1, 1, T)": dict(masked=queries | keys),
+                "softmax over the keys, the last axis (dim=-1): each query's row must sum to 1": dict(dim=-2),
+                "the mask is inverted: 1 means a real token, 0 padding. Hide the keys where attention_mask == 0":
+                    dict(masked=~keys),
+            }
+            if B == T:  # (B, T) broadcast against (T, T) without an error: mask row i used for query i
+                mistakes[("the mask is broadcast wrongly: a (B, T) mask against (B, heads, T, T) scores lines up "
+                          "with (queries, keys), not with (batch, keys). View it as (B, 1, 1, T), "
+                          "attention_mask[:, None, None, :]")] = dict(masked=mask[None, None] == 0)
+            for hint, wrong in mistakes.items():
+                for fill in (float("-inf"), -1e9):
+                    if torch.allclose(weights, _masked_weights(q, k, mask, fill, **wrong), atol=1e-5, equal_nan=True):
+                        return hint
+            if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
+                return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of "
+                        "the padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' "
+                        "weights as they were, and rows that no longer sum to 1")
+            if torch.isnan(weights).any():
+                return "NaN in the weights: a row has no key left to attend to; hide only the padding keys"
+            if (weights.masked_select(keys.expand_as(weights)).abs() > 1e-6).any():
+                return ("padding keys must get weight 0: put -inf on their scores (attention_mask == 0) before the "
+                        "softmax")
+            if not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
+                return "each row (one query) must sum to 1 over the keys: softmax over the last axis, after masking"
+            return ("weights = softmax over the last axis of q k^T / sqrt(d), with -inf on the padding keys; "
+                    "output = weights @ v")
+        return None
+    return run_check(f"{EX}.2 attention with a padding mask", judge)
 
 
 def _padded_batch():
@@ -109,36 +175,101 @@ def check_attention_to(attention_to):
 
 QUIZ = {EX: {
     "q1": Question(
-        "In out.attentions[layer][0, head], what does row i hold?",
-        {"A": "how much query token i takes from each key token; the row sums to 1",
-         "B": "how much every token takes from token i", "C": "the gradient of token i",
-         "D": "the embedding of token i"}, "A",
-        "rows are queries, columns are keys; the softmax runs over each row."),
+        "Section 1 read out.attentions from the shipped BERT: one tensor per layer. This program asks a small random "
+        "BERT of 3 layers and 4 heads for its attentions on a padded batch of two sequences of 6 tokens. What does "
+        "it print last?",
+        {"A": "3 (2, 6, 6, 4)",
+         "B": "4 (2, 3, 6, 6)",
+         "C": "3 (2, 4, 6, 6)",
+         "D": "3 (2, 4, 6, 4)"}, "C",
+        "one tensor per layer (3), each (batch, heads, queries, keys) = (2, 4, 6, 6); padding keys are still "
+        "columns, with weight 0.",
+        {"A": "the heads come second, right after the batch: (batch, heads, queries, keys).",
+         "B": "the tuple has one tensor per LAYER (3 here), and each holds every head of that layer.",
+         "D": "(2, 4, 6, 4) is the shape of the values of each head (head size 16 / 4 = 4); the weights have one "
+              "column per key, 6."},
+        code='''import torch
+import minibert
+
+torch.manual_seed(0)
+config = minibert.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
+                             intermediate_size=32)
+model = minibert.BertModel(config).eval()
+ids = torch.tensor([[2, 11, 12, 13, 3, 0], [2, 21, 3, 0, 0, 0]])  # 0 is [PAD]
+out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
+print(len(out.attentions), tuple(out.attentions[0].shape))
+'''),
     "q2": Question(
-        "A head of the causal LM has attention weights of exactly 0 above the diagonal. Why?",
-        {"A": "the model learned never to look ahead", "B": "the mask puts -inf on future keys before the "
-         "softmax, so they get weight 0 by construction", "C": "rounding", "D": "the sentence was padded"}, "B",
-        "it is not learned: a decoder cannot see the future, or next-token prediction would be trivial."),
+        "Section 3 printed the mean entropy of each head's rows: 0.62 and 0.58 nats for the shipped BERT's two "
+        "layer-1 heads, 3.66 and 3.46 for its layer-0 heads, against 4.15 nats for uniform attention over the same "
+        "rows. What do the two low values say?",
+        {"A": "the layer-1 heads put nearly all of each row's weight on very few keys: the sharp neighbour heads",
+         "B": "the layer-1 heads learned less than the layer-0 heads: a low entropy means a head carries little",
+         "C": "the layer-1 rows no longer sum to 1: only an unnormalised row can fall that far below the uniform",
+         "D": "each layer-1 row spreads its weight evenly over 0.6 of the keys, where uniform would use 4.15"}, "A",
+        "entropy is 0 for a row on one key and ln n for a uniform row; 0.6 nats is close to one key, as the "
+        "layer-1 heads' shares of 0.85 and 0.86 on a neighbour showed.",
+        {"B": "entropy measures how spread a row is, not how useful the head is: the sharp heads are the ones that "
+              "formed with training.",
+         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform), so 0.6 is allowed.",
+         "D": "entropy is in nats, not a count of keys: 4.15 is the mean of ln n over the rows, not a number of "
+              "keys."}),
     "q3": Question(
-        "A query row over 10 keys has entropy ln 10 = 2.30 nats. What does that mean?",
-        {"A": "it attends to one key only", "B": "it spreads its attention evenly over the 10 keys",
-         "C": "the head is broken", "D": "it attends to [SEP]"}, "B",
-        "entropy is 0 for a one-hot row and ln(n) for a uniform row over n keys: the two ends of the scale."),
+        "This program makes every query of a one-layer BERT score every key equally (the query weights set to 0), "
+        "then reads the first query's row of attention on a sequence of 3 real tokens and 2 padding tokens. What "
+        "does it print last?",
+        {"A": "0.20 0.20 0.20 0.20 0.20",
+         "B": "0.20 0.20 0.20 0.00 0.00",
+         "C": "0.00 0.00 0.00 0.50 0.50",
+         "D": "0.33 0.33 0.33 0.00 0.00"}, "D",
+        "the mask puts a large negative number on the padding keys' scores before the softmax: they get exactly 0 and "
+        "the 3 real keys share the row equally.",
+        {"A": "that is what a forgotten mask gives: the padding keys would take 2 of the 5 equal shares.",
+         "B": "that is the mask applied after the softmax without renormalising: the row would sum to 0.6, not 1.",
+         "C": "that is an inverted mask (1 read as padding): the real tokens are the ones with 1 in attention_mask."},
+        code='''import torch
+import minibert
+
+torch.manual_seed(0)
+config = minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                             intermediate_size=16)
+model = minibert.BertModel(config).eval()
+query = model.encoder.layer[0].attention.self.query
+torch.nn.init.zeros_(query.weight)
+torch.nn.init.zeros_(query.bias)  # every query is 0, so every score q.k is 0
+ids = torch.tensor([[2, 7, 3, 0, 0]])  # [CLS] a [SEP] [PAD] [PAD]
+out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
+print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
+'''),
     "q4": Question(
-        "The word 'bank' has the same input embedding in every sentence. What changes from sentence to sentence?",
-        {"A": "nothing: BERT's vectors are static", "B": "its contextual vector (the hidden state at its "
-         "position), which mixes in the other tokens through attention", "C": "its token id",
-         "D": "the vocabulary"}, "B",
-        "the static embedding is a lookup; every layer after it mixes context into the vector."),
+        "In section 2 the causal LM bert-clm gave 'bank' exactly the same vector in all sixteen sentences, after "
+        "both layers, while the shipped BERT separated the two senses (p = 0.0002). Why can bert-clm not separate "
+        "them?",
+        {"A": "30 minutes of training were too short: a causal LM needs more steps than a masked LM to learn senses",
+         "B": "at position 2 it has read only [CLS] the bank, the same in every sentence: the clues come later",
+         "C": "a causal LM keeps static vectors: its hidden state at a position is the embedding of the token there",
+         "D": "it was trained on other documents than BERT, where 'bank' occurs in only one of its two senses"}, "B",
+        "a causal model's vector at a position depends only on the tokens up to it; the words that tell a river "
+        "bank from a money bank come after 'bank'.",
+        {"A": "no amount of training helps: the vectors are identical because the inputs it may read are identical.",
+         "C": "its hidden states do change with context (section 3 measures its heads reading earlier tokens); here "
+              "the context it may read is the same.",
+         "D": "all the checkpoints were trained on the same training documents, with the same vocabulary."}),
     "q5": Question(
-        "A head puts most of each token's attention on the next token, and it also scores far above uniform on "
-        "'the other pieces of the same word'. What is the careful reading?",
-        {"A": "the head has learned to assemble words from their WordPiece pieces",
-         "B": "the second share may follow from the first: the token after a word's first piece is another piece "
-              "of that word; measure same-word keys that are not neighbours before calling it a second skill",
-         "C": "the tokenizer splits too many words", "D": "the head attends to [SEP]"}, "B",
-        "categories of keys overlap, so a share far above uniform is a lead, not a finding; attention weights say "
-        "where a head reads from, not why.",
-        {"A": "reading the next token alone already gives a high same-word share, so the number cannot tell the two "
-              "apart."}),
+        "In section 3 the shipped BERT's layer-1 head 0 put 0.85 of each token's attention on the next token, and "
+        "it also scored 0.53 on 'same word' (21.4 times uniform). What is the careful reading?",
+        {"A": "the token after a word's first piece is often another piece of it: the 0.53 may come from reading the "
+              "next token",
+         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: 21.4 times uniform "
+              "is no chance",
+         "C": "the share is taken over every query, whole words included, which inflates it and makes it meaningless",
+         "D": "the head attends to the [SEP] tokens, which belong to every word, so its same-word share is high too"},
+        "A",
+        "categories of keys overlap, so a share far above uniform is a lead, not a finding: measure the pieces of "
+        "the same word that are not neighbours (exercise 07.6) before calling it a second skill.",
+        {"B": "far above uniform rules out chance, not another explanation: reading the next token alone already "
+              "gives a high same-word share.",
+         "C": "each share is averaged over the queries that have such a key; whole words without other pieces are "
+              "left out.",
+         "D": "that head gave [SEP] 0.019 of its attention, about uniform; [SEP] is not part of any word."}),
 }}

@@ -88,40 +88,88 @@ def check_greedy_decode(greedy_decode):
 
 QUIZ = {EX: {
     "q1": Question(
-        "Why does BERT's causal-LM head in transformers (BertLMHeadModel) shift the labels by one?",
-        {"A": "BERT was pretrained with next-token prediction",
-         "B": "so BERT checkpoints can warm-start decoders, and, like every causal LM in transformers, it takes "
-              "labels = input_ids and shifts them itself",
-         "C": "masked LM needs shifted labels", "D": "to skip the [CLS] token"}, "B",
-        "BERT was pretrained with MLM (+NSP); the causal head exists for warm-starting decoders (Rothe et al., "
-        "2020), and the shift is the convention of every causal LM in the library.",
-        {"A": "BERT's pretraining objectives are masked LM and NSP."}),
+        "transformers' BertLMHeadModel, like minibert's BertForCausalLM, scores position t on token t + 1 of the "
+        "labels. Why does a BERT class shift its labels, when BERT was pretrained with masked LM?",
+        {"A": "BERT was pretrained with next-token prediction beside masked LM, and this head reproduces that task",
+         "B": "BERT checkpoints warm-start decoders, and every causal LM in transformers shifts labels = input_ids",
+         "C": "masked LM needs shifted labels too: a hidden token's label sits one position after its [MASK]",
+         "D": "the shift removes [CLS] from the targets, a token that no model should learn to predict or generate"},
+        "B",
+        "the causal head exists for warm-starting decoders (Rothe et al., 2020), and the shift is the convention of "
+        "every causal LM in the library: pass labels = input_ids, the model moves them.",
+        {"A": "BERT's pretraining objectives are masked LM and next sentence prediction; nothing there is shifted.",
+         "C": "a masked token's label sits at its own position; masked LM shifts nothing.",
+         "D": "dropping the first label is a side effect of the shift (nothing predicts position 0), not its reason: "
+              "every position after it is moved too."}),
     "q2": Question(
-        "You load a masked-LM checkpoint into BertForCausalLM. Which weights are new?",
-        {"A": "all of them", "B": "none: same names and shapes; only the attention mask changes (causal), which "
-         "is not a weight", "C": "the embeddings", "D": "the pooler"}, "B",
-        "a decoder-only warm start reuses every weight; what changes is what each position may read."),
+        "Exercise 09.1 built decoder inputs [CLS] target [SEP], padded with 0, and labels = input_ids with -100 on "
+        "padding. This program applies minibert's shift_labels, the shift the model does inside. What does it "
+        "print last?",
+        {"A": "[[41, 42, 3, -100, -100, -100, -100]]",
+         "B": "[[2, 40, 41, 42, 3, -100, -100]]",
+         "C": "[[40, 41, 42, 3, -100, -100, -100]]",
+         "D": "[[40, 41, 42, 3, 0, 0, -100]]"}, "C",
+        "each position's target is the next label: [CLS] is trained on 40, ..., 42 on [SEP] (3); the last position "
+        "and the padding get -100.",
+        {"A": "that is the labels shifted twice: position t would learn token t + 2 (labels shifted by hand, then "
+              "again by the model).",
+         "B": "those are the labels as you pass them, before the model's shift.",
+         "D": "that is what forgetting -100 on padding gives: the model would learn to predict [PAD] (0) after "
+              "[SEP]."},
+        code='''import torch
+from minibert.labels import shift_labels
+
+input_ids = torch.tensor([[2, 40, 41, 42, 3, 0, 0]])  # [CLS] 40 41 42 [SEP] [PAD] [PAD]
+labels = input_ids.masked_fill(input_ids == 0, -100)
+print(shift_labels(labels).tolist())
+'''),
     "q3": Question(
-        "For an encoder-decoder warm-started from BERT, which weights start from scratch?",
-        {"A": "the encoder", "B": "the decoder's self-attention", "C": "the decoder's cross-attention blocks",
-         "D": "the word embeddings"}, "C",
-        "BERT has no cross-attention; those blocks are new and randomly initialised (Rothe et al., 2020)."),
+        "Section 3 built an encoder-decoder from the live masked-LM checkpoint. The decoder reported 20 new tensors, "
+        "132,608 of its 1,643,968 parameters. Which weights are they?",
+        {"A": "the cross-attention blocks: BERT never attended to another sequence, so it has no weights for that",
+         "B": "the decoder's self-attention: a causal mask needs weights of its own, unlike bidirectional attention",
+         "C": "the output layer: a decoder predicts the next token, so the masked-LM head cannot serve and restarts",
+         "D": "the decoder's word embeddings: the targets are reversed sentences, whose tokens need new vectors"},
+        "A",
+        "every other weight of the decoder comes from the checkpoint; only cross-attention is new and starts random "
+        "(Rothe et al., 2020).",
+        {"B": "the causal mask is not a weight: self-attention keeps the checkpoint's weights, only what each "
+              "position may read changes.",
+         "C": "the masked-LM head turns a vector into scores over the vocabulary, exactly what a decoder needs: it is "
+              "reused (section 2 loaded it with nothing missing).",
+         "D": "source and target share one vocabulary and one tokenizer; the embeddings are reused."}),
     "q4": Question(
-        "Generation with a key/value cache gives the same tokens as without it. Why?",
-        {"A": "with causal attention the keys and values of earlier positions never change when tokens are "
-              "appended, so they can be computed once and reused", "B": "it is a coincidence",
-         "C": "the cache stores the outputs", "D": "the cache lowers the precision"}, "A",
-        "the cache removes recomputation, not information; the encoder's keys and values are cached too."),
+        "After the same 200 decoder steps, the decoder warm-started from the live masked LM (600 steps) reached "
+        "perplexity 565, the one from scratch 538, and the one warm-started from bert-mlm (35 minutes) 244. What is "
+        "a fair reading?",
+        {"A": "warm-starting always helps a decoder: both decoders warm-started from masked-LM checkpoints beat "
+              "the one from scratch",
+         "B": "masked-LM checkpoints hurt decoders: both started worse than the unigram model, and one ends worse too",
+         "C": "the bert-mlm decoder wins because it has more parameters than the decoder trained from scratch",
+         "D": "a warm start pays when the checkpoint knows more than 200 decoder steps teach; 'same steps' hides its "
+              "35 minutes"},
+        "D",
+        "the gain grows with what the checkpoint learned (no gain from 600 steps of masked LM, 2.21 times lower "
+        "perplexity from bert-mlm), and the warm starts used masked-LM compute that the decoder's steps do not count.",
+        {"A": "the decoder warm-started from the live run ended slightly behind the one from scratch (565 against "
+              "538).",
+         "B": "both warm starts end far below the unigram perplexity (1056) after training; only their starting "
+              "points were worse.",
+         "C": "all three decoders have exactly the same shape: every weight of the checkpoint is reused, none added."}),
     "q5": Question(
-        "After the same 200 decoder steps, the decoder warm-started from bert-mlm (35 minutes of masked LM) has "
-        "less than half the perplexity of the one trained from scratch, while the one warm-started from the "
-        "course's live masked LM (600 steps) ends slightly behind it. What is a fair reading?",
-        {"A": "warm-starting always helps a decoder",
-         "B": "a warm start pays when the checkpoint holds more than the decoder's own budget can teach; and "
-              "'same steps' is not the same total compute: bert-mlm had 35 minutes of pretraining first",
-         "C": "the decoder from scratch had more parameters", "D": "warm-starting changes the tokenizer"}, "B",
-        "same steps for the decoder, not the same total compute: say which budget a comparison holds fixed; the "
-        "gain grows with what the checkpoint learned.",
-        {"A": "the decoder warm-started from the live 600-step checkpoint did not beat the one from scratch.",
-         "C": "both decoders have exactly the same shape: every weight of the checkpoint is reused."}),
+        "Section 4 printed the layer-0 cache after each decoder token: the self-attention keys went from (1, 2, 1, "
+        "64) to (1, 2, 3, 64), while the cross-attention keys stayed (1, 2, 6, 64). Why do the cross-attention "
+        "keys not grow?",
+        {"A": "the cross-attention cache has a fixed size, 6, and keeps only the keys of the last 6 decoded tokens",
+         "B": "they are recomputed from the whole decoder input at each step, and the first 6 of them are kept",
+         "C": "they come from the encoder's output, the 6 source tokens, which stay the same while the decoder writes",
+         "D": "cross-attention keeps no cache at all: its 6 is a head size, the width of each key, not a number of "
+              "positions"},
+        "C",
+        "cross-attention keys and values depend only on the source: computed once at the first step and reused; the "
+        "self-attention cache grows by one position per decoded token.",
+        {"A": "the 6 is the length of the source (6 tokens), not a limit on the cache: nothing decoded enters "
+              "cross-attention's keys.",
+         "B": "cross-attention keys never depend on the decoder's tokens, only on the encoder's output.",
+         "D": "the last axis (64) is the head size; the third axis counts positions, here the 6 source tokens."}),
 }}

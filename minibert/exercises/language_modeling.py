@@ -1,6 +1,9 @@
-"""Exercises and quiz of notebook 03, language modeling: labels, the shift, and sampling."""
+"""Exercises and quiz of notebook 03, language modeling: labels, the shift, the loss, and sampling."""
+
+import numbers
 
 import torch
+import torch.nn.functional as F
 
 from ..labels import shift_labels
 from . import Question, run_check
@@ -78,36 +81,183 @@ def check_top_k_filter(top_k_filter):
     return run_check(f"{EX}.3 top-k filtering", judge)
 
 
+def _loss_cases():
+    """(logits, input_ids, attention_mask): right-padded batches of 2, rows of different lengths, 3 shapes."""
+    cases = []
+    for seed, lengths, T, V in [(0, [6, 4], 6, 11), (1, [3, 7], 7, 13), (2, [5, 5], 5, 9)]:
+        g = torch.Generator().manual_seed(seed)
+        mask = (torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]).long()  # (B, T)
+        ids = torch.randint(5, V, (len(lengths), T), generator=g).masked_fill(mask == 0, 0)  # [PAD] = 0
+        logits = 2 * torch.randn(len(lengths), T, V, generator=g)
+        cases.append((logits, ids, mask))
+    return cases
+
+
+def _summed_loss(logits, targets):
+    """Summed cross-entropy of logits (..., V) against targets (...), -100 skipped, and the number of targets."""
+    V = logits.shape[-1]
+    targets = targets.reshape(-1)
+    return float(F.cross_entropy(logits.reshape(-1, V), targets, ignore_index=-100, reduction="sum")), \
+        int((targets != -100).sum())
+
+
+def _loss_mistakes(logits, ids, mask):
+    """(hint, what the mistake returns) for the common mistakes, on one case."""
+    B, T, V = logits.shape
+    labels = ids.masked_fill(mask == 0, -100)
+
+    def mean(lg, tg):
+        s, n = _summed_loss(lg, tg)
+        return s / n
+
+    total, _ = _summed_loss(logits[:, :-1], labels[:, 1:])
+    rows = [_summed_loss(logits[b, :-1], labels[b, 1:]) for b in range(B)]
+    padded_mean = ("you averaged over every position, padding included: divide by the number of real targets "
+                   "only (cross_entropy with ignore_index=-100 does that)")
+    crossed = ("logits and targets were flattened in different orders (one batch-first, one time-first), so "
+               "each logit is scored against another position's token: reshape both from (B, T - 1, ...)")
+    return [
+        ("not shifted: position t is scored on its own token, which it can read. Score logits[:, t] against "
+         "input_ids[:, t + 1]", mean(logits, labels)),
+        ("shifted twice: position t is scored on token t + 2. Shift once: logits[:, :-1] against "
+         "input_ids[:, 1:]", mean(logits[:, :-2], labels[:, 2:])),
+        ("shifted the wrong way: position t is scored on token t - 1, which it has already read. Use "
+         "logits[:, :-1] against input_ids[:, 1:]", mean(logits[:, 1:], labels[:, :-1])),
+        ("padding is scored too: make the targets -100 where attention_mask is 0 (cross_entropy skips "
+         "ignore_index=-100), so that [PAD] is never a target", mean(logits[:, :-1], ids[:, 1:])),
+        ("that is the sum of the per-token losses; return their mean, so that the loss does not grow with the "
+         "batch", total),
+        (padded_mean, total / (B * (T - 1))),
+        (padded_mean, total / (B * T)),
+        ("you averaged each sequence first, then the sequences: a short sequence then weighs as much as a long "
+         "one. Average over all the real targets of the batch at once", sum(s / n for s, n in rows) / B),
+        (crossed, mean(logits[:, :-1].transpose(0, 1), labels[:, 1:])),
+        (crossed, mean(logits[:, :-1], labels[:, 1:].transpose(0, 1))),
+    ]
+
+
+def check_causal_lm_loss(causal_lm_loss):
+    """causal_lm_loss(logits, input_ids, attention_mask) -> the mean cross-entropy of predicting token t+1 at
+    position t, over the real (not padding) targets: a float, or a 0-dim tensor with or without grad."""
+    def judge():
+        for logits, ids, mask in _loss_cases():
+            got = causal_lm_loss(logits.clone().requires_grad_(), ids.clone(), mask.clone())
+            if isinstance(got, torch.Tensor) and got.numel() != 1:
+                return (f"return one number, the mean loss, not a tensor of shape {tuple(got.shape)} "
+                        "(cross_entropy's default reduction='mean' gives it)")
+            if not isinstance(got, (numbers.Real, torch.Tensor)):
+                return f"return a number (a float or a 0-dim tensor), not {type(got).__name__}"
+            got = float(got.detach() if isinstance(got, torch.Tensor) else got)
+            s, n = _summed_loss(logits[:, :-1], ids.masked_fill(mask == 0, -100)[:, 1:])
+            right = s / n
+            if abs(got - right) < 1e-4 * max(1.0, abs(right)):
+                continue
+            for hint, value in _loss_mistakes(logits, ids, mask):
+                if abs(got - value) < 1e-4 * max(1.0, abs(value)):
+                    return hint
+            return (f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is {right:.4f}, "
+                    f"you return {got:.4f}: score logits[:, :-1] against input_ids[:, 1:], with -100 where "
+                    "attention_mask[:, 1:] is 0, and average over the real targets")
+        return None
+    return run_check(f"{EX}.6 the causal-LM loss, with the shift", judge)
+
+
 QUIZ = {EX: {
     "q1": Question(
-        "You call BertForCausalLM(input_ids=ids, labels=ids). Which token is position t trained to predict?",
-        {"A": "token t itself", "B": "token t + 1", "C": "token t + 2", "D": "a [MASK] token"}, "B",
-        "the model shifts labels by one inside, so copying labels from input_ids is right."),
+        "CausalLMCollator pads this batch, and BertForCausalLM shifts its labels before the loss. What does the "
+        "program print: the target of each position of the second sequence?",
+        {"A": "[2, 5, 6, 3, -100]", "B": "[6, 3, -100, -100, -100]", "C": "[5, 6, 3, -100, -100]",
+         "D": "[5, 6, 3, 0, -100]"}, "C",
+        "the collator gives labels = input_ids with -100 on padding, [2, 5, 6, 3, -100]; the model moves them one "
+        "step left and puts -100 at the end, where nothing follows.",
+        {"A": "that is what the collator returns; the model shifts it once more before scoring, so position t is "
+              "scored on token t + 1.",
+         "B": "that is shifted twice, the double-shift bug: position t would be scored on token t + 2.",
+         "D": "padding is -100 in the collator's labels, never the [PAD] id 0, so no position is scored on "
+              "predicting [PAD]."},
+        code='''
+import minibert
+from minibert.labels import shift_labels
+
+
+class Tokenizer:  # all that CausalLMCollator reads from a tokenizer: the [PAD] id and the vocabulary size
+    pad_token_id = 0
+
+    def __len__(self):
+        return 100
+
+
+batch = minibert.CausalLMCollator(Tokenizer())([[2, 7, 8, 9, 3], [2, 5, 6, 3]])
+targets = shift_labels(batch["labels"])  # what BertForCausalLM scores each position on
+print(targets[1].tolist())
+'''),
     "q2": Question(
-        "A common example feeds input_ids[:, :-1] with labels input_ids[:, 1:] to a model that shifts labels "
-        "itself. What does position t learn?",
-        {"A": "token t + 1, as intended", "B": "token t + 2", "C": "nothing: the loss is zero",
-         "D": "token t - 1"}, "B",
-        "shifted by the user and again by the model, the target moves two steps ahead; the loss still falls.",
-        {"A": "that would need one shift, not two."}),
+        "Section 4 trains a model on input_ids[:, :-1] with labels input_ids[:, 1:], as a common example does, and "
+        "its loss falls. What did it learn, by the held-out hit rates?",
+        {"A": "to guess the token two ahead: its prediction at t matched token t + 2 about twice as often as t + 1",
+         "B": "the next token, as intended: a loss that falls steadily in training shows that the labels are right",
+         "C": "nothing useful: the model refused the shifted labels with an error and its weights never moved",
+         "D": "to copy its input: the two shifts cancel, so every position is scored on the token it reads"}, "A",
+        "the user shifted once and the model shifted again, so position t was trained on token t + 2; guessing two "
+        "ahead is possible, just harder, so the loss still falls.",
+        {"B": "the loss falls for the buggy model too, because guessing two tokens ahead can be learned; a falling "
+              "loss cannot tell the two apart.",
+         "C": "nothing crashes: BertForCausalLM only warns (section 4 shows the warning), and training goes on.",
+         "D": "both shifts move the labels the same way, to the left, so they add up to two steps; they do not "
+              "cancel."}),
     "q3": Question(
-        "Why are padding positions labelled -100?",
-        {"A": "-100 is the id of [PAD]", "B": "cross-entropy skips targets equal to ignore_index=-100, so padding adds "
-         "nothing to the loss or the gradient", "C": "it teaches the model to predict padding",
-         "D": "it stops attention to padding"}, "B",
-        "ignore_index=-100 is PyTorch's and transformers' convention; attention to padding is stopped by "
-        "attention_mask, a separate thing.", {"D": "that is attention_mask's job."}),
+        "In the question-answer example of section 1, the prompt's labels are -100 and the answer's are its token "
+        "ids. What does training do with the prompt?",
+        {"A": "it drops the prompt from the input, so the answer is learned without ever seeing its question",
+         "B": "it trains on the prompt too: -100 only marks padding, and real tokens are always scored anyway",
+         "C": "it teaches the model to output the value -100 at prompt positions, so it stays silent there",
+         "D": "the model reads the prompt, but no position is ever scored on predicting a prompt token"}, "D",
+        "-100 only removes targets from the loss; the prompt stays in input_ids and the answer's positions "
+        "attend to it.",
+        {"A": "the labels do not change the input: the prompt is still in input_ids and every later position "
+              "can attend to it.",
+         "B": "-100 is skipped wherever it appears, padding or not: the loss has no idea which tokens are "
+              "padding, it only sees -100.",
+         "C": "-100 is not a token id the model can output; cross-entropy skips those positions entirely."}),
     "q4": Question(
-        "On held-out text a causal LM has perplexity 150 and the unigram model 900. What does that say?",
-        {"A": "on average the model is as unsure as a choice among ~150 equally likely tokens, six times fewer than "
-         "word frequencies alone allow", "B": "150 of 900 tokens are predicted correctly",
-         "C": "the model is overfitting", "D": "nothing: perplexities of different models cannot be compared"}, "A",
-        "perplexity is exp(mean cross-entropy): the effective number of choices per token, comparable on the "
-        "same text and tokenizer."),
+        "transformers' BertLMHeadModel, loaded with is_decoder=False, is trained to predict next tokens. What "
+        "happens, according to section 2?",
+        {"A": "transformers refuses to build it and raises an error, since a next-token head needs is_decoder",
+         "B": "it attends both ways, so position t reads token t + 1: the loss drops fast, generation fails",
+         "C": "it is causal anyway: the head that shifts the labels also turns the attention left to right",
+         "D": "it trains normally, only a little slower, since each position now also attends to later ones"}, "B",
+        "without is_decoder=True the attention is bidirectional, so the answer is in the input; transformers "
+        "only logs a warning. minibert's BertForCausalLM is always causal.",
+        {"A": "transformers only logs a warning (section 2 shows it) and builds a model that attends both ways.",
+         "C": "section 2 changed token t + 1 and the predictions at 0..t changed too: the attention reads ahead.",
+         "D": "the model does not train normally: it learns to read the next token instead of predicting it, "
+              "which is useless for generation."}),
     "q5": Question(
-        "Why does a key/value cache make generation faster and leave its output unchanged?",
-        {"A": "with causal attention, the keys and values of earlier tokens never change when a token is appended, "
-         "so each step computes them only for the new token", "B": "it caches the logits of frequent tokens",
-         "C": "it lowers the numerical precision", "D": "it skips the last layers"}, "A",
-        "earlier positions cannot see later ones, so their keys and values are final once computed."),
+        "The live run ends at a held-out perplexity of 538, the unigram model at 1056 on the same blocks and "
+        "tokenizer. What does that say?",
+        {"A": "the model gets 538 of every 1056 held-out tokens right: an accuracy of about one half",
+         "B": "the model is the worse of the two, since a model that predicts better has a higher perplexity",
+         "C": "nothing: the unigram model ignores context, so its perplexity cannot be set beside the model's",
+         "D": "the model is as unsure as a uniform choice among 538 tokens, about half the unigram's 1056"}, "D",
+        "perplexity is exp(mean cross-entropy), the effective number of choices per token; lower is better, "
+        "and on the same text with the same tokenizer the two are comparable.",
+        {"A": "perplexity is not a count of right guesses; the run's next-token accuracy is 14.7%.",
+         "B": "lower is better: a perfect model has perplexity 1, a model that knows nothing the vocabulary size.",
+         "C": "both are next-token distributions scored on the same tokens, so their perplexities compare; "
+              "the unigram is the baseline that shows what the context adds."}),
+    "q6": Question(
+        "Section 7 generates 100 tokens with the key/value cache and without it, and gets the same tokens. Why "
+        "can the cache change nothing?",
+        {"A": "with causal attention earlier tokens never see later ones, so their keys and values stay final",
+         "B": "the cache keeps the logits of each earlier step, and greedy decoding picks the same token again",
+         "C": "decoding is greedy here, and greedy output stays the same whatever is computed along the way",
+         "D": "the cache is used for the prompt only, so the new tokens are computed the same way both times"}, "A",
+        "appending a token cannot change what earlier positions computed, so keeping their keys and values "
+        "and feeding only the new token gives the same result with less work.",
+        {"B": "the cache holds keys and values of every layer, not logits; each step still computes new logits "
+              "for the new position.",
+         "C": "greedy decoding is deterministic, but a different computation could still give different logits; "
+              "the cache gives the same ones because the stored keys and values are exact.",
+         "D": "the cache grows with every generated token: each step stores the new token's keys and values "
+              "and reuses all earlier ones."}),
 }}

@@ -26,6 +26,59 @@ def share(part, whole):
     return float(part.sum()) / max(1, float(whole.sum()))
 
 
+def _judge_outputs(original, ids, special, out):
+    """The rules every masking obeys: returns (hint, None) for the first one broken, else (None, (masked, labels))."""
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        return "return two tensors: (masked_ids, labels)", None
+    masked, labels = out
+    if not (isinstance(masked, torch.Tensor) and isinstance(labels, torch.Tensor)):
+        return "return two tensors: (masked_ids, labels)", None
+    if masked.shape != ids.shape or labels.shape != ids.shape:
+        return f"both outputs have the shape of input_ids {tuple(ids.shape)}", None
+    if not torch.equal(ids, original):
+        return "you changed input_ids in place: work on input_ids.clone() so the caller keeps the original", None
+    ordinary = ~special
+    selected = labels != -100
+    if bool(selected.all()) or share(selected & ordinary, ordinary) > 0.5:
+        return ("labels must be -100 wherever a token was NOT selected; otherwise the loss also scores the ~85% "
+                "of tokens the model can simply copy from its input"), None
+    if bool((selected & special).any()) or bool((masked != original)[special].any()):
+        return ("special tokens ([CLS], [SEP], [PAD]) were selected or changed: choose only where "
+                "special_tokens_mask is False"), None
+    if not torch.equal(labels[selected], original[selected]):
+        if torch.equal(labels[selected], masked[selected]):
+            return "the labels hold the masked input; they must hold the ORIGINAL ids of the selected tokens", None
+        return "at selected positions the label is the original token id", None
+    if bool((masked != original)[~selected].any()):
+        return "tokens that were not selected must stay unchanged: pick the 80/10/10 only among the selected ones", None
+    return None, (masked, labels)
+
+
+def _judge_replacements(original, masked, selected):
+    """80/10/10 among the selected tokens, judged on their shares."""
+    if int(masked.max()) >= VOCAB_SIZE or int(masked.min()) < 0:
+        return "a random replacement must be a token id in 0..vocab_size-1"
+    was_masked = selected & (masked == MASK)
+    kept = selected & (masked == original)
+    randomised = selected & ~was_masked & ~kept
+    m, r, k = share(was_masked, selected), share(randomised, selected), share(kept, selected)
+    shares = f"(you have {m:.0%} [MASK], {r:.0%} random, {k:.0%} kept)"
+    if m > 0.95:
+        return ("every selected token became [MASK]: only 80% should; 10% get a random token and 10% stay as "
+                "they are, because [MASK] never appears when the model is used " + shares)
+    if r < 0.02:
+        return "no selected token was replaced by a random token: 10% should be " + shares
+    if k < 0.02:
+        return "no selected token was kept unchanged: 10% should be " + shares
+    if not (0.75 <= m <= 0.85 and 0.06 <= r <= 0.14 and 0.06 <= k <= 0.14):
+        return "among the selected tokens aim for 80% [MASK], 10% random, 10% unchanged " + shares
+    return None
+
+
+SAME_SEED = ("the same seed gave different masks: draw every random number from the generator argument "
+             "(torch.rand(..., generator=generator))")
+
+
 def check_mask_tokens(mask_tokens):
     """mask_tokens(input_ids, special_tokens_mask, mask_token_id, vocab_size, generator) -> (masked_ids, labels).
 
@@ -38,55 +91,96 @@ def check_mask_tokens(mask_tokens):
 
     def judge():
         original, ids, special, out = call(0)
-        if not isinstance(out, (tuple, list)) or len(out) != 2:
-            return "return two tensors: (masked_ids, labels)"
-        masked, labels = out
-        if not (isinstance(masked, torch.Tensor) and isinstance(labels, torch.Tensor)):
-            return "return two tensors: (masked_ids, labels)"
-        if masked.shape != ids.shape or labels.shape != ids.shape:
-            return f"both outputs have the shape of input_ids {tuple(ids.shape)}"
-        if not torch.equal(ids, original):
-            return "you changed input_ids in place: work on input_ids.clone() so the caller keeps the original"
-        ordinary = ~special
+        hint, outputs = _judge_outputs(original, ids, special, out)
+        if hint:
+            return hint
+        masked, labels = outputs
         selected = labels != -100
-        if bool(selected.all()) or share(selected & ordinary, ordinary) > 0.5:
-            return ("labels must be -100 wherever a token was NOT selected; otherwise the loss also scores the ~85% "
-                    "of tokens the model can simply copy from its input")
-        if bool((selected & special).any()) or bool((masked != original)[special].any()):
-            return ("special tokens ([CLS], [SEP], [PAD]) were selected or changed: choose only where "
-                    "special_tokens_mask is False")
-        if not torch.equal(labels[selected], original[selected]):
-            if torch.equal(labels[selected], masked[selected]):
-                return "the labels hold the masked input; they must hold the ORIGINAL ids of the selected tokens"
-            return "at selected positions the label is the original token id"
-        if bool((masked != original)[~selected].any()):
-            return ("tokens that were not selected must stay unchanged: pick the 80/10/10 only among the selected "
-                    "ones")
-        rate = share(selected, ordinary)
+        rate = share(selected, ~special)
         if not 0.13 <= rate <= 0.17:
             return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
-        if int(masked.max()) >= VOCAB_SIZE or int(masked.min()) < 0:
-            return "a random replacement must be a token id in 0..vocab_size-1"
-        was_masked = selected & (masked == MASK)
-        kept = selected & (masked == original)
-        randomised = selected & ~was_masked & ~kept
-        m, r, k = share(was_masked, selected), share(randomised, selected), share(kept, selected)
-        shares = f"(you have {m:.0%} [MASK], {r:.0%} random, {k:.0%} kept)"
-        if m > 0.95:
-            return ("every selected token became [MASK]: only 80% should; 10% get a random token and 10% stay as "
-                    "they are, because [MASK] never appears when the model is used " + shares)
-        if r < 0.02:
-            return "no selected token was replaced by a random token: 10% should be " + shares
-        if k < 0.02:
-            return "no selected token was kept unchanged: 10% should be " + shares
-        if not (0.75 <= m <= 0.85 and 0.06 <= r <= 0.14 and 0.06 <= k <= 0.14):
-            return "among the selected tokens aim for 80% [MASK], 10% random, 10% unchanged " + shares
+        hint = _judge_replacements(original, masked, selected)
+        if hint:
+            return hint
         again = call(0)[3]
         if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
-            return ("the same seed gave different masks: draw every random number from the generator argument "
-                    "(torch.rand(..., generator=generator))")
+            return SAME_SEED
         return None
     return run_check(f"{EX}.1 masking by hand (15%, 80/10/10)", judge)
+
+
+def budget_batch():
+    """masking_batch with three short rows added: 2, 4 and 0 ordinary tokens, where the budget's floor of one
+    target matters (and a row of only [CLS] [SEP] has nothing to choose)."""
+    ids, _ = masking_batch()
+    short = torch.full((3, ids.shape[1]), PAD)
+    short[:, 0] = CLS
+    short[0, 1:3], short[0, 3] = torch.tensor([11, 12]), SEP
+    short[1, 1:5], short[1, 5] = torch.tensor([21, 22, 23, 24]), SEP
+    short[2, 1] = SEP
+    ids = torch.cat([ids, short])
+    return ids, (ids == PAD) | (ids == CLS) | (ids == SEP)
+
+
+def within_budget(counts, n, p):
+    """Per row: is counts the budget max(1, round(p n)) (0 when n = 0)? Either rounding of a half is fine."""
+    n = n.double()  # float32 puts 0.3 * 95 at 28.500001, which rounds to 29; Python's round says 28
+    budget = (p * n).round().clamp(min=1) * (n > 0)
+    return ((counts - budget).abs() < 1e-6) | (((counts - p * n).abs() <= 0.5 + 1e-6) & (counts >= 1))
+
+
+def check_mask_with_budget(mask_with_budget):
+    """mask_with_budget(input_ids, special_tokens_mask, mask_token_id, vocab_size, generator, p=0.15)
+    -> (masked_ids, labels): exactly max(1, round(p n)) targets in each sequence of n ordinary tokens."""
+    def call(seed, p=None):
+        ids, special = budget_batch()
+        original = ids.clone()
+        args = (ids, special.clone(), MASK, VOCAB_SIZE, torch.Generator().manual_seed(seed))
+        out = mask_with_budget(*args) if p is None else mask_with_budget(*args, p=p)
+        return original, ids, special, out
+
+    def counts_hint(runs):
+        """Why the number of targets per sequence is off, judged on every run (p = 0.15 and p = 0.3)."""
+        if all(bool(within_budget(c, n, p).all()) for c, n, p in runs):
+            return None
+        c, n, p = runs[-1]  # p = 0.3
+        if bool(within_budget(c, n, 0.15).all()):
+            return "with p=0.3 you took 15% of each sequence: use the argument p, not a fixed 0.15"
+        if all(bool((c == (p * n.double()).round()).all()) for c, n, p in runs):
+            return ("a sequence with few ordinary tokens got no target (round(0.15 * 2) is 0): take at least one, "
+                    "max(1, round(p * n)), as MLMCollator does")
+        if all(bool((c == (p * n.double()).floor().clamp(min=1) * (n > 0)).all()) for c, n, p in runs):
+            return "int() and floor() round down: take round(p * n) targets (at least one)"
+        if all(abs(float(c.sum()) - p * float(n.sum())) <= 1 for c, n, p in runs):
+            return ("the budget is counted over the whole batch: round(p * n) targets must be chosen in EACH "
+                    "sequence, from its own n ordinary tokens, so that short and long sequences get their share")
+        if all(abs(share(c, n) - p) < 0.02 for c, n, p in runs):
+            return ("each token was selected with probability p: that gives p * n targets on average, but a "
+                    "different number in each sequence. Choose exactly max(1, round(p * n)) positions among the "
+                    "sequence's ordinary tokens, e.g. the first ones of torch.randperm(n, generator=generator)")
+        return "choose exactly max(1, round(p * n)) of each sequence's n ordinary tokens (none if n is 0)"
+
+    def judge():
+        runs, outputs = [], []
+        for seed, p in [(0, None), (1, 0.3)]:
+            original, ids, special, out = call(seed, p)
+            hint, masked_labels = _judge_outputs(original, ids, special, out)
+            if hint:
+                return hint
+            masked, labels = masked_labels
+            outputs.append((original, masked, labels != -100))
+            runs.append(((labels != -100).sum(1), (~special).sum(1), 0.15 if p is None else p))
+        hint = counts_hint(runs)
+        if hint:
+            return hint
+        hint = _judge_replacements(*(torch.cat(parts) for parts in zip(*outputs)))
+        if hint:
+            return hint
+        again = call(0)[3]
+        if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
+            return SAME_SEED
+        return None
+    return run_check(f"{EX}.5 a masker with a fixed budget per sequence", judge)
 
 
 def accuracy_case():
@@ -133,38 +227,96 @@ def check_mlm_accuracy(mlm_accuracy):
 
 QUIZ = {EX: {
     "q1": Question(
-        "BERT replaces only 80% of the selected tokens by [MASK], 10% by a random token, and leaves 10% unchanged. "
-        "Why not [MASK] them all?",
-        {"A": "[MASK] never appears when the model is fine-tuned or used, and since any token it reads might be a "
-         "target (even an unchanged one), it must build a good representation of every token",
-         "B": "to make training faster", "C": "because 100% masking would make the loss zero",
-         "D": "so that rare words are masked more often"}, "A",
-        "with only [MASK] as targets the model could treat the other tokens carelessly, and would meet a token "
-        "distribution at fine-tuning it never saw."),
+        "MLMCollator masks a batch of two sequences: [CLS], 20 ordinary tokens, [SEP]; and [CLS], 4 ordinary "
+        "tokens, [SEP], padded to the same length. What does the program print: the number of labels that are "
+        "not -100 in each sequence?",
+        {"A": "[3, 0]", "B": "[3, 1]", "C": "[3, 3]", "D": "[20, 4]"}, "B",
+        "each sequence gets round(0.15 n) targets among its n ordinary tokens, at least one: round(3.0) = 3, and "
+        "round(0.6) = 1; [CLS], [SEP] and [PAD] are never chosen, and every other label is -100.",
+        {"A": "round(0.15 * 4) is 1 already, and MLMCollator takes at least one target per sequence anyway.",
+         "C": "that counts 15% of all 22 positions, special tokens and padding included; MLMCollator chooses "
+              "only among the ordinary tokens.",
+         "D": "that labels every ordinary token; labels are -100 everywhere except at the selected 15%."},
+        code='''
+from transformers import AutoTokenizer
+
+import minibert
+from minibert import pretrained
+
+tokenizer = AutoTokenizer.from_pretrained(pretrained.path("bert-mlm-nsp"))
+cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+words = list(range(1000, 1020))  # 20 ordinary token ids
+batch = minibert.MLMCollator(tokenizer, seed=0)([[cls] + words + [sep], [cls] + words[:4] + [sep]])
+print((batch["labels"] != -100).sum(dim=1).tolist())
+'''),
     "q2": Question(
-        "A common example builds labels = input_ids.clone() and never writes -100. What goes wrong?",
-        {"A": "nothing, the loss is the same", "B": "the loss also scores the ~85% unselected tokens, which the model "
-         "can copy from its input: most of the signal rewards copying",
-         "C": "the model cannot be trained at all", "D": "the [MASK] token gets a label of -100"}, "B",
-        "-100 tells cross-entropy to skip a position; without it the easy copies dominate the loss."),
+        "BERT replaces 80% of the selected tokens by [MASK], 10% by a random token and keeps 10%. Why not put "
+        "[MASK] at every selected position?",
+        {"A": "the random and kept tokens are noise added on purpose, so the model overfits its training text less",
+         "B": "to save compute: the encoder skips the positions that are not [MASK], so 20% of the work is saved",
+         "C": "[MASK] never occurs after pretraining, and any visible token may be a target, so each needs care",
+         "D": "so that rare words are replaced more often than frequent ones, which the model needs to see most"},
+        "C",
+        "a model asked only at [MASK] positions could neglect every token it sees, and would meet text without "
+        "[MASK] at fine-tuning; with 10% kept and 10% random, any visible token might be asked about.",
+        {"A": "the random tokens are only 1.5% of all tokens; the reason is the mismatch with fine-tuning, and "
+              "that the model must represent every visible token well.",
+         "B": "the encoder runs over every position whatever it holds; a kept or random token costs as much as "
+              "a [MASK].",
+         "D": "the 80/10/10 split is drawn the same way for every selected token, rare or frequent."}),
     "q3": Question(
-        "With dynamic masking, what happens when the same sentence is seen in two epochs?",
-        {"A": "the same tokens are masked both times", "B": "a fresh random 15% is chosen each time, every token "
-         "with the same chance, so over many epochs most tokens become a target at some point",
-         "C": "rare words are masked more often", "D": "it is skipped the second time"}, "B",
-        "the collator draws new masks every time it builds a batch; selection stays uniform over ordinary tokens.",
-        {"C": "selection is uniform: a rare word is no more likely to be chosen than a common one."}),
+        "A common example builds labels = input_ids.clone() and never writes -100. What does section 3 measure "
+        "for a fresh model on such labels?",
+        {"A": "the unselected tokens, which the model can read, make up almost nine tenths of the loss",
+         "B": "the loss is zero from the first step, because every answer can be read in the input",
+         "C": "nothing: a mean over more positions points the gradient in the same direction as before",
+         "D": "cross-entropy raises an error, since it needs -100 somewhere to find the masked positions"}, "A",
+        "the unselected positions are most of the sequence, and their tokens are in the input; lowering such a "
+        "loss mostly rewards copying.",
+        {"B": "a fresh model does not copy yet, so the loss is not zero; it falls fastest by learning to copy, "
+              "which is the problem.",
+         "C": "the extra positions make up most of the loss, so lowering it is mostly a matter of copying the "
+              "input.",
+         "D": "cross-entropy runs on any labels; -100 only tells it which positions to skip."}),
     "q4": Question(
-        "After 600 steps our tiny MLM is right at about 14% of the masked held-out positions, while always answering "
-        "the most frequent token scores about 6%. What is a fair conclusion?",
-        {"A": "the model is useless: 14% is low", "B": "the model uses the context, about twice as well as word "
-         "frequencies alone; trained longer (or bigger) it does much better",
-         "C": "the model has memorised the held-out text", "D": "accuracy cannot be compared with a baseline"}, "B",
-        "a baseline that ignores the input is the bar to clear; the short run clears it, and the shipped BERT, the "
-        "same size trained ten times as many steps, is right about five times as often as the baseline."),
+        "MLMCollator draws new masks every time a block is put in a batch. Over twenty epochs, how often were "
+        "rare tokens selected compared with the 100 most frequent ones?",
+        {"A": "more often: each new mask prefers the tokens earlier masks missed, and rare tokens are missed most",
+         "B": "less often: the collator selects frequent tokens first, since they carry most of the signal",
+         "C": "never again after one epoch: a token that was a target once stays visible from then on",
+         "D": "about as often: 14.5% against 14.9%, since every ordinary token has the same chance each time"},
+        "D",
+        "dynamic masking changes which tokens are chosen, not how likely each one is: every draw is uniform "
+        "over the ordinary tokens of the sequence.",
+        {"A": "each draw is independent of the earlier ones; a collator keeps no memory of past masks.",
+         "B": "selection never looks at which token is at a position; frequency plays no part.",
+         "C": "every epoch draws afresh among all ordinary tokens, targets of earlier epochs included."}),
     "q5": Question(
-        "Why is pseudo-perplexity slow to compute?",
-        {"A": "it masks each token of a sentence in turn, one forward pass per token",
-         "B": "it needs a causal model", "C": "it samples many masks at random", "D": "it trains the model"}, "A",
-        "a sentence of n tokens needs n forward passes (batched, but still n times the work)."),
+        "Exercise 04.1 selects each ordinary token with a 15% coin; MLMCollator selects exactly round(0.15 n) of "
+        "a sequence's n ordinary tokens. Which one masks as BERT should?",
+        {"A": "only the coin: a fixed count makes the chosen positions depend on one another and biases the loss",
+         "B": "both: each selects about 15% on average; the fixed count just takes away the spread per sequence",
+         "C": "only the fixed count: with a coin, the tokens of a long sequence are likelier to be selected",
+         "D": "neither: BERT takes exactly 15% of the whole batch, so that every step has the same targets"}, "B",
+        "every ordinary token has the same chance of being a target, about 15%, either way; the fixed budget "
+        "only removes the variation in the number of targets per sequence (section 1 measures it).",
+        {"A": "every position of a sequence is equally likely to be among the chosen round(0.15 n), so the "
+              "targets are as unbiased as with a coin.",
+         "C": "a coin gives each token the same 15% chance, whatever the length of its sequence.",
+         "D": "MLMCollator, like Google's data script, counts the budget per sequence, never over the batch."}),
+    "q6": Question(
+        "Section 6 collates the same 64 blocks both ways: 14.3% of the tokens are masked-LM targets and 98.0% "
+        "causal-LM targets. What follows?",
+        {"A": "the masked LM trains about seven times faster per step, since its encoder runs at the masks only",
+         "B": "nothing: the unmasked 85% give a training signal too, as the loss is computed at every position",
+         "C": "for as many targets, a masked LM reads about seven times as many tokens, each forward and back",
+         "D": "the causal LM is the better model, because a loss over more targets per block always ends lower"},
+        "C",
+        "the encoder runs forward and backward over every token, target or not, so a masked LM pays for its "
+        "context without getting a target from it.",
+        {"A": "the encoder reads every token; masked_only saves only the last layer and the output layer at "
+              "the unselected positions.",
+         "B": "the unselected positions have label -100 and add nothing to the loss.",
+         "D": "the two losses answer different questions and are not on the same scale; fewer targets per "
+              "block is a cost, not a ranking of the objectives."}),
 }}

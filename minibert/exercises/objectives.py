@@ -60,39 +60,81 @@ def check_majority_baseline(majority_baseline):
 
 QUIZ = {EX: {
     "q1": Question(
-        "The course's live causal LM trains 200 steps of 32 sequences, its masked models 600 steps of 64; the "
-        "shipped checkpoints train for a fixed number of minutes each. What must a fair comparison of objectives do?",
-        {"A": "give every objective the same number of steps: nothing else is fair",
-         "B": "say which budget it holds fixed (steps, tokens or time) and show that it does: print the steps, "
-              "tokens and minutes of every run",
-         "C": "train every model until its loss stops falling", "D": "nothing: the objective does not matter"}, "B",
-        "equal steps, equal tokens and equal time are all defensible and rarely hold together; the live runs hold "
-        "none of them exactly (the causal run took longer with fewer tokens), the shipped ones hold wall time.",
-        {"A": "equal steps is one defensible budget, not the only one: a causal-LM step and a masked-LM step cost "
-              "different amounts of compute."}),
+        "Section 1 printed the live runs' budgets: clm 200 steps of 32 x 64 tokens (0.4 million), mlm, mlm+nsp "
+        "and mlm+sop 600 steps of 64 x 64 (2.5 million), and the minutes each run took. What do the live runs hold "
+        "equal?",
+        {"A": "the steps: each objective makes the same number of optimizer updates, the fairest budget there is",
+         "B": "the tokens: the causal LM reads fewer sequences but learns from every position, which evens it out",
+         "C": "the wall time: each run trains for about the same number of minutes on the same machine",
+         "D": "none of the three: the masked runs made more steps on more tokens, and the minutes differ as well"},
+        "D",
+        "the live runs hold neither the steps nor the tokens, and their minutes are whatever each run took on a "
+        "shared machine; a comparison must say which budget it holds, and the shipped checkpoints hold wall time "
+        "(30 or 35 minutes).",
+        {"A": "the causal run made 200 steps, the masked ones 600.",
+         "B": "the masked runs saw 2.5 million tokens, the causal run 0.4 million; scoring every position is what "
+              "makes a causal step cost more, not what makes the token counts equal.",
+         "C": "the minutes differ from run to run (the table's last column): \"a minute or two each\" is a teaching "
+              "budget, not a matched one."}),
     "q2": Question(
-        "Why can't you rank a causal LM and a masked LM by their held-out losses?",
-        {"A": "they predict different things from different context: the next token from the left only, versus "
-              "a hidden token from both sides", "B": "masked LM has no loss",
-         "C": "their vocabularies differ", "D": "you can: lower is better"}, "A",
-        "a masked token with both neighbours visible is easier to guess; compare them on a common task instead."),
+        "Claim 5 printed the native held-out losses of the live runs: next-token loss 6.29 for clm, masked-token "
+        "loss 6.40 for mlm. Why does that not make the causal LM the better model?",
+        {"A": "the two numbers are within noise of each other, so neither model can be called the better one on "
+              "this test",
+         "B": "the losses score different predictions: the next token from the left, a hidden token from both sides",
+         "C": "a masked-LM loss covers the masked positions only; rescaled by their share it would be far lower",
+         "D": "the masked LM read more tokens, so its loss has to be divided by the ratio of the budgets first"}, "B",
+        "each loss measures its own task; compare objectives on a common task instead (sections 3 and 4).",
+        {"A": "even a large gap would mean nothing: a next-token loss and a masked-token loss are not on one scale.",
+         "C": "a loss is an average per predicted token; no rescaling turns one task's loss into the other's.",
+         "D": "no division by a budget makes two different tasks comparable; budgets matter when the task is the "
+              "same."}),
     "q3": Question(
-        "A linear probe on frozen features scores 70% where the majority class scores 50%. What else do you need "
-        "before crediting pretraining?",
-        {"A": "nothing", "B": "the same probe on a randomly initialised model of the same shape, and a simple "
-         "non-neural baseline (e.g. bag of words)", "C": "a larger learning rate", "D": "a GPU"}, "B",
-        "random transformer features are often linearly useful too; the gain over them is what pretraining gave."),
+        "On 'which document?' the shipped checkpoints' frozen features score 73.6 to 74.3%, against 15.0% for the "
+        "majority class. What else in the table does a fair reading of that need?",
+        {"A": "nothing more: about 74% against 15% already shows that pretraining taught the models the topics",
+         "B": "the order probe: a model that knows topics must also tell the order, or the topic score is luck",
+         "C": "the untrained model (58.6%) and bag of words (88.8%): pretraining adds 15 points, below word counts",
+         "D": "the causal LM, which scores as the masked ones do: so the probe measures the tokenizer, not the "
+              "model itself"},
+        "C",
+        "random weights already give useful features, and word counts beat every model: the gain over the untrained "
+        "model of the same shape is what pretraining gave.",
+        {"A": "random transformer features score 58.6% too: most of the gap over the majority class is not "
+              "pretraining's.",
+         "B": "topic and order are different tasks; a probe score is read against its own controls, not another task.",
+         "D": "the live models and the untrained one share that tokenizer and score 57.1 to 62.7%: the weights "
+              "matter."}),
     "q4": Question(
-        "Does dynamic masking make a masked LM mask rare words more often?",
-        {"A": "yes, rare words are chosen more often", "B": "no: tokens are chosen uniformly; dynamic masking "
-         "draws a new mask each time a sequence is seen, instead of one mask fixed in advance",
-         "C": "yes, it masks only rare words", "D": "no, it never masks rare words"}, "B",
-        "RoBERTa's dynamic masking changes WHEN masks are drawn, not WHICH tokens are likely to be chosen."),
+        "Exercise 08.1 wrote mean pooling, the sentence vector of the probes. What does this program, using "
+        "minibert's own mean_pool, print last?",
+        {"A": "[4.0, 3.0]",
+         "B": "[4.0, 5.0]",
+         "C": "[4.0, 2.0]",
+         "D": "[2.0, 1.0]"}, "A",
+        "the mean over the real tokens only: (2 + 4 + 6) / 3 and (1 + 5) / 2; the padding vector (9) is left out.",
+        {"B": "that counts the padding vector: (1 + 5 + 9) / 3.",
+         "C": "that leaves padding out of the sum but divides by the padded length: (1 + 5) / 3.",
+         "D": "those are the first ([CLS]) vectors, not the mean."},
+        code='''import torch
+from minibert.probe import mean_pool
+
+hidden = torch.tensor([[[2.0], [4.0], [6.0]], [[1.0], [5.0], [9.0]]])  # (B=2, T=3, C=1)
+mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the second row's last token is padding
+print(mean_pool(hidden, mask).flatten().tolist())
+'''),
     "q5": Question(
-        "BERT computes its masked-LM and next-sentence losses on the very same sequences. Does that make one "
-        "objective 'overfit' the other's data?",
-        {"A": "yes, they always need separate datasets", "B": "no: both labels come from the same text at no "
-         "cost; what matters is how the losses are weighted and what the inputs look like",
-         "C": "yes, unless NSP uses hard negatives", "D": "only on GPUs"}, "B",
-        "sharing text between self-supervised objectives is the normal case (BERT, ALBERT)."),
+        "Claim 4: after 35 minutes, bert-mlm's masked-LM loss was 3.00 on training blocks and 4.15 on held-out "
+        "ones, a larger gap than bert-mlm-nsp's (4.02 against 4.74). What caused the overfitting?",
+        {"A": "sharing one text between masked LM and NSP: each objective fits the other's patterns in the same data",
+         "B": "a fixed mask per block: the model memorises which positions of each training block are hidden",
+         "C": "the shipped runs' learning rate held at its peak: large steps show up as a gap between the two losses",
+         "D": "repetition: each training block was seen 44.8 times on average, and bert-mlm made the most steps"},
+        "D",
+        "overfitting came from many passes over a small corpus; the model without a second task overfits most, so "
+        "sharing text between objectives is not the cause.",
+        {"A": "bert-mlm has no sentence task at all, and it has the largest gap.",
+         "B": "the course's collator draws a fresh mask each time a block is seen (dynamic masking).",
+         "C": "a learning rate that is too high makes the training loss noisy or higher, not far lower than the "
+              "held-out loss."}),
 }}

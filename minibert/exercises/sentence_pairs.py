@@ -1,6 +1,6 @@
 """Exercises and quiz of notebook 05, next sentence prediction: pairs, the label convention, sentence order."""
 
-import torch
+import random
 
 from . import Question, run_check
 
@@ -80,66 +80,224 @@ def check_make_sop_pair(make_sop_pair):
     return run_check(f"{EX}.2 a sentence-order pair", judge)
 
 
-def check_is_next_probability(is_next_probability):
-    """is_next_probability(logits) -> (B,) probability that B follows A, from NSP logits (B, 2)."""
-    def judge():
-        logits = torch.tensor([[2.0, -1.0], [0.0, 0.5], [-1.5, 1.5]])
-        got = is_next_probability(logits.clone())
-        expected = logits.softmax(-1)[:, 0]
-        if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-            return f"return one probability per pair, shape {tuple(expected.shape)}"
-        if torch.allclose(got, expected, atol=1e-5):
-            return None
-        if torch.allclose(got, logits.softmax(-1)[:, 1], atol=1e-5):
-            return ("that is column 1, NotNext (B is random). Label 0 = IsNext, so P(B follows A) is the softmax's "
-                    "column 0")
-        if torch.allclose(got, logits[:, 0]) or torch.allclose(got, logits[:, 1]):
-            return "those are logits, not probabilities: apply a softmax over the two classes first"
-        if torch.allclose(got, logits.softmax(0)[:, 0], atol=1e-5):
-            return "softmax over the two classes (the last axis), not over the pairs of the batch"
-        if torch.allclose(got, logits[:, 0].sigmoid(), atol=1e-5):
-            return "the two logits compete: use softmax over both (sigmoid of one logit ignores the other)"
-        return "softmax over the last axis, then take column 0 (IsNext)"
-    return run_check(f"{EX}.3 the probability that B follows A", judge)
+def _documents(sizes, tag="doc"):
+    """Documents of distinct sentences, so that every sentence says where it comes from."""
+    return [[f"{tag} {d}, sentence {i}." for i in range(n)] for d, n in enumerate(sizes)]
 
+
+def _dataset_hint(documents, got):
+    """A hint when `got` is not one (A, B, label) per consecutive pair of sentences inside a document, else None."""
+    if not isinstance(got, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 3 for p in got):
+        return "return a list of (sentence_a, sentence_b, label) tuples, one per pair"
+    where = {s: (d, i) for d, doc in enumerate(documents) for i, s in enumerate(doc)}
+    expected_a = [s for doc in documents for s in doc[:-1]]
+    last = {doc[-1]: len(doc) for doc in documents if doc}
+    for a, b, label in got:
+        if a in last and last[a] == 1:
+            return ("a document of one sentence gives no pair: its sentence has no next sentence (it can still be "
+                    "the random B of another document's pair)")
+        if a in last:
+            return ("a pair crosses a document boundary: the last sentence of a document has no next sentence, and "
+                    "the first sentence of the next document does not continue it. Make the pairs inside each "
+                    "document, not over one list of all the sentences")
+    if [p[0] for p in got] != expected_a:
+        return (f"one pair per consecutive pair of sentences inside a document, in order: A is every sentence but "
+                f"the last of its document ({len(expected_a)} pairs here, you returned {len(got)})")
+    for a, b, label in got:
+        if isinstance(label, bool) or label not in (0, 1):
+            return f"the label must be the integer 0 (IsNext) or 1 (NotNext), got {label!r}"
+        if b not in where:
+            return f"B must be a sentence of the documents, unchanged; got {b!r}"
+    return None
+
+
+def _label_hint(documents, pairs):
+    """A hint when the labels or the random Bs of `pairs` (gathered over several runs) are wrong, else None."""
+    where = {s: (d, i) for d, doc in enumerate(documents) for i, s in enumerate(doc)}
+    rows = []
+    for a, b, label in pairs:
+        (da, ia), (db, ib) = where[a], where[b]
+        rows.append((label, da == db and ib == ia + 1, da == db))  # label, B is the true next, B from A's document
+    true_next = [r for r in rows if r[1]]
+    other = [r for r in rows if not r[2]]
+    if (true_next and other and all(label == 1 for label, _, _ in true_next)
+            and all(label == 0 for label, _, _ in other)):
+        return ("0 and 1 are swapped: label 0 means IsNext (B is the true next sentence) and 1 means NotNext (B is "
+                "random), as in BERT, transformers and minibert. Read the label as the answer to 'is B random?'")
+    if any(label == 0 and not is_next for label, is_next, _ in rows):
+        return "a pair with label 0 (IsNext) must keep as B the sentence that really follows A"
+    negatives = [r for r in rows if r[0] == 1]
+    if negatives and all(same for _, _, same in negatives):
+        return ("your random B comes from A's own document: BERT draws it from a DIFFERENT document. (A B from the "
+                "same document is the 'hard negative' of section 4, another task)")
+    if any(is_next for _, is_next, _ in negatives):
+        return ("some NotNext pairs (label 1) have as B the very sentence that follows A: a B drawn from the whole "
+                "corpus can land in A's own document, even on its next sentence, and then the label is wrong. Draw "
+                "B from the other documents only")
+    if any(same for _, _, same in negatives):
+        return ("some NotNext B come from A's own document: choose the document among the others only, e.g. "
+                "other = rng.randrange(len(documents) - 1); other += other >= d")
+    return None
+
+
+def check_make_nsp_dataset(make_nsp_dataset):
+    """make_nsp_dataset(documents, rng) -> [(sentence_a, sentence_b, label)]: one pair per consecutive pair of
+    sentences inside a document; with probability 0.5 B is the true next sentence (label 0), otherwise a sentence
+    of a different document (label 1)."""
+    def judge():
+        # small corpora, many seeds: a B drawn from the wrong place shows up in some of them
+        small, pairs = _documents([4, 3, 3]), []
+        for seed in range(30):
+            got = make_nsp_dataset([list(doc) for doc in small], random.Random(seed))
+            hint = _dataset_hint(small, got)
+            if hint:
+                return hint
+            pairs += got
+        hint = _label_hint(small, pairs)
+        if hint:
+            return hint
+        two = _documents([3, 2], "text")
+        got = make_nsp_dataset([list(doc) for doc in two], random.Random(0))
+        hint = _dataset_hint(two, got) or _label_hint(two, got)
+        if hint:
+            return hint
+        # documents of a single sentence: no pair of their own, but their sentence may be a random B
+        short, pairs = _documents([3, 1, 4, 1, 2], "story"), []
+        for seed in range(10):
+            try:
+                got = make_nsp_dataset([list(doc) for doc in short], random.Random(seed))
+            except NotImplementedError:
+                raise
+            except Exception as e:
+                return (f"a document with a single sentence made your code raise {type(e).__name__}: {e}. Such a "
+                        "document has no consecutive pair, so it gives no pair (its sentence can still be a "
+                        "random B)")
+            hint = _dataset_hint(short, got)
+            if hint:
+                return hint
+            pairs += got
+        hint = _label_hint(short, pairs)
+        if hint:
+            return hint
+        # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
+        sizes = [random.Random(7 + d).randrange(2, 13) for d in range(300)]
+        large = _documents(sizes, "article")
+        got = make_nsp_dataset([list(doc) for doc in large], random.Random(1))
+        hint = _dataset_hint(large, got) or _label_hint(large, got)
+        if hint:
+            return hint
+        if make_nsp_dataset([list(doc) for doc in large], random.Random(1)) != got:
+            return ("two calls with the same seed gave different datasets: draw every random choice from the rng "
+                    "you are given (rng.random(), rng.randrange, rng.choice), not from the random module or torch")
+        share = sum(label for _, _, label in got) / len(got)
+        if abs(share - 0.5) > 0.06:
+            return (f"{share:.0%} of the {len(got)} pairs are NotNext; with probability 0.5 per pair it should be "
+                    "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
+                    "sentence when it is >= 0.5")
+        return None
+    return run_check(f"{EX}.3 an NSP dataset from documents", judge)
+
+
+PREDICT_LABELS = """\
+import minibert
+
+docs = [["the cat sat on the warm mat .", "then the cat fell asleep in the sun ."],
+        ["rain fell on the town all night .", "by morning the river had risen ."]]
+tok = minibert.train_tokenizer(docs, vocab_size=200, min_frequency=1)
+pairs = minibert.make_nsp_examples(docs, tok, max_length=8, short_seq_prob=0.0, seed=0)
+print([p["next_sentence_label"] for p in pairs])
+"""
 
 QUIZ = {EX: {
     "q1": Question(
-        "In BERT, transformers and minibert, what does next_sentence_label = 0 mean?",
-        {"A": "B is a random sentence", "B": "B is the sentence that really follows A",
-         "C": "the pair is padding", "D": "A and B are swapped"}, "B",
-        "0 = IsNext, 1 = NotNext: the label answers 'is B random?'. A model trained the other way round gives "
-        "probabilities whose columns mean the opposite of what every reader of the checkpoint expects.",
-        {"A": "that is label 1 (NotNext)."}),
+        "Each sentence below is more than 5 tokens long. What does the last line print?",
+        {"A": "[0, 0, 0, 0]", "B": "[1, 0, 1, 0]", "C": "[1, 1, 1, 1]", "D": "[0, 1]"}, "C",
+        "max_length=8 leaves 8 - 3 = 5 tokens for A and B, and every sentence reaches that alone: each chunk is a "
+        "single sentence, which cannot be split into A and a true continuation, so its B is random and its label "
+        "1 (NotNext), four times. It is the 57% of section 2, pushed to the extreme.",
+        {"A": "label 0 means B is the true next sentence; a chunk of one sentence has no continuation to keep, so "
+              "its B is always random.",
+         "B": "no coin is tossed here: the 50/50 draw happens only for chunks of two sentences or more, and each "
+              "chunk holds one sentence.",
+         "D": "a chunk closes as soon as it reaches the 5-token target, so the two sentences of a document never "
+              "form one chunk: each sentence makes a pair of its own."},
+        code=PREDICT_LABELS),
     "q2": Question(
-        "With nsp_probability 0.5, why do about 57% of the course's pairs get label 1 rather than 50%?",
-        {"A": "a bug in the random number generator",
-         "B": "a chunk that holds a single sentence cannot be split into A and a true continuation, so it always "
-              "gets a random B; with 64-token inputs such chunks are common",
-         "C": "truncate_seq_pair removes positive pairs", "D": "random pairs are duplicated on purpose"}, "B",
-        "Google's create_pretraining_data.py does the same; with longer inputs (more sentences per chunk) the "
-        "balance moves towards 50/50."),
+        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and reports 26.6% "
+        "held-out accuracy read with BERT's convention, on a task with two classes. What is the most likely cause?",
+        {"A": "the head learned nothing from the frozen encoder and guesses, so its accuracy lands wherever chance "
+              "happens to put it on this particular set of held-out pairs",
+         "B": "the held-out documents are about other topics than the training ones, so what the head learned "
+              "about topic does not carry over to their pairs",
+         "C": "with the encoder frozen the head has too few parameters to fit the pairs, so it settles on always "
+              "answering the minority class",
+         "D": "it was trained with 0 and 1 swapped: it knows what the 73.4% head knows and puts it in the other "
+              "column, the one that BERT's convention reads as NotNext"}, "D",
+        "26.6 + 73.4 = 100: the same knowledge with the columns exchanged. Far below chance on a two-way task is "
+        "the fingerprint of swapped labels (section 6).",
+        {"A": "a head that guesses scores near 50%, or the majority class (56.1%) if it always gives one answer; "
+              "26.6% is wrong far more often than a coin, which takes knowledge read backwards.",
+         "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and on these same "
+              "held-out pairs the head trained the right way scores 73.4%.",
+         "C": "always answering IsNext, the minority class, scores the share of IsNext pairs: 100% minus the "
+              "56.1% majority class, far above 26.6%."}),
     "q3": Question(
-        "Why can a bag-of-words overlap score, with no neural network at all, tell many random-negative NSP pairs "
-        "apart?",
-        {"A": "a random B comes from another document, usually on another topic, so it shares few words with A",
-         "B": "random sentences are shorter", "C": "the [SEP] token gives it away",
-         "D": "it cannot: NSP needs a transformer"}, "A",
-        "topic is an easy cue; hard negatives from the same document remove most of it."),
+        "The overlap rule (IsNext when A and B share a content token) gets 80.0% of held-out random-negative pairs "
+        "right, but 50.7% of SOP pairs, where always answering the majority class gets 52.1%. Why does it fail on "
+        "SOP?",
+        {"A": "swapping A and B does not change their overlap, and both SOP classes are made of the same "
+              "consecutive segments, so the rule sees nothing that tells the classes apart",
+         "B": "its threshold was fitted on pairs with random negatives; fitted again on the SOP training pairs, it "
+              "would recover most of the 80% it reaches on random-negative pairs",
+         "C": "consecutive segments share fewer content tokens than random ones, so the rule calls most SOP pairs "
+              "NotNext and misses nearly every pair that is in order",
+         "D": "truncate_seq_pair cuts the segments of SOP pairs at random ends, which removes the words they "
+              "share, so every SOP pair ends up with an overlap near zero"}, "A",
+        "the overlap is symmetric in A and B, and an in-order pair and a swapped one are the same two segments: no "
+        "score that treats A and B alike can see their order.",
+        {"B": "the threshold is fitted on each task's own training pairs (section 4), SOP's included; no threshold "
+              "separates two classes whose overlaps are the same.",
+         "C": "it is the other way round: text that follows on shares more words (0.054 against 0.003 for random "
+              "pairs), and in SOP both classes are consecutive text.",
+         "D": "truncation removes a few tokens at the ends and treats both classes alike; the segments still share "
+              "their topic words, in order or swapped."}),
     "q4": Question(
-        "Sentence order prediction shows two consecutive segments, in order or swapped. Why does a word-overlap "
-        "score get about 50% on it?",
-        {"A": "the overlap score is symmetric: swapping A and B does not change it, and both classes contain the "
-              "same kinds of pairs", "B": "SOP pairs are too long", "C": "SOP uses different token ids",
-         "D": "the labels are random"}, "A",
-        "any score that treats A and B alike cannot see their order; only coherence cues help."),
+        "On held-out hard-negative pairs, the model trained on random negatives scores 44.9 ±4.3%, the model "
+        "trained on hard negatives 54.9 ±4.3%, and always answering the majority class 54.9%. Which reading fits?",
+        {"A": "the hard-negative model has learned coherence: it beats the random-negative model by ten points, "
+              "much more than the intervals, on the pairs where topic is no help",
+         "B": "the random-negative model learned topic and takes same-document pairs for true continuations; the "
+              "hard-negative model has learned nothing yet",
+         "C": "the scores are all within the noise of each other and of the majority class, so neither model can "
+              "be said to have learned anything about these pairs",
+         "D": "some hard negatives do follow A in the text and are labelled NotNext all the same, which pulls both "
+              "models towards chance on these pairs"}, "B",
+        "44.9 ±4.3% is below the majority class, beyond its interval: a B from A's document shares A's topic, and "
+        "a model that learned topic calls it IsNext. The hard-negative model answers NotNext to every pair, so it "
+        "scores the majority class exactly.",
+        {"A": "54.9% is exactly the majority class: the hard-negative model answers NotNext to every pair. Beating "
+              "a model that is below the majority class is no sign of coherence.",
+         "C": "even the top of 44.9 ±4.3% stays below the 54.9% majority class: the random-negative model is "
+              "worse than answering blindly, and that is a finding.",
+         "D": "a hard negative is never the sentence after A, nor A's neighbour: make_nsp_examples leaves those out "
+              "when it draws B from the same document."}),
     "q5": Question(
-        "What did RoBERTa (Liu et al., 2019) report about next sentence prediction?",
-        {"A": "NSP is essential: removing it hurt every task",
-         "B": "removing NSP and training on full-length inputs of contiguous sentences matched or slightly "
-              "improved downstream results",
-         "C": "NSP should be replaced by sentence order prediction",
-         "D": "NSP should use hard negatives"}, "B",
-        "RoBERTa dropped NSP; sentence order prediction is ALBERT's proposal (Lan et al., 2019).",
-        {"C": "that is ALBERT's choice, not RoBERTa's."}),
+        "What did RoBERTa (Liu et al., 2019) and ALBERT (Lan et al., 2019) conclude about next sentence "
+        "prediction?",
+        {"A": "RoBERTa kept NSP but drew its negatives from the same document, and ALBERT showed that models "
+              "trained with NSP also solve sentence order prediction well",
+         "B": "RoBERTa found NSP essential for tasks on two sentences, and ALBERT replaced masked LM by sentence "
+              "order prediction to make pretraining faster",
+         "C": "RoBERTa dropped NSP and matched or slightly improved downstream results; ALBERT replaced it by "
+              "sentence order prediction, which topic cannot solve",
+         "D": "both dropped the sentence task and trained masked LM on single sentences, the input that RoBERTa "
+              "found to work best downstream"}, "C",
+        "RoBERTa trained on full-length inputs of contiguous sentences without NSP; ALBERT argued that NSP mixes "
+        "easy topic prediction with coherence and kept only the coherence part, in SOP.",
+        {"A": "RoBERTa dropped NSP altogether; and ALBERT reported the opposite: NSP-trained models do about as "
+              "well as chance on SOP.",
+         "B": "RoBERTa matched or improved results without NSP, and ALBERT kept masked LM: SOP replaced NSP, not "
+              "masked LM.",
+         "D": "RoBERTa found that pairs of single sentences hurt; it trained on full-length inputs of contiguous "
+              "sentences, and ALBERT kept a sentence task (SOP)."}),
 }}

@@ -68,28 +68,66 @@ def check_longest_document(longest_document):
 
 QUIZ = {EX: {
     "q1": Question(
-        "The course keeps 10% of the documents for evaluation, whole documents rather than random sentences. Why?",
-        {"A": "sentences of one document share names and topics; a held-out sentence whose neighbours were trained "
-              "on would be partly remembered, not predicted",
-         "B": "it makes training faster",
-         "C": "next sentence prediction needs the held-out sentences to be in order",
-         "D": "there is no reason; a sentence split would measure the same thing"}, "A",
-        "a split by document keeps held-out scores honest: nothing of a held-out document was seen in training."),
+        "The course holds out 10% of the documents, whole ones, rather than 10% of the sentences picked at random. "
+        "Why?",
+        {"A": "a document split is faster: the held-out part is cut from the list of documents without touching "
+              "any sentence",
+         "B": "random sentences would leave the held-out part with too few long sentences, so its scores would "
+              "look worse than they are",
+         "C": "both measure the same thing; holding out whole documents is only a habit taken over from BERT's "
+              "code",
+         "D": "sentences of one document share names and topics, so with a sentence split a held-out sentence "
+              "is partly remembered"}, "D",
+        "a split by document keeps held-out scores honest: nothing of a held-out document was seen in training.",
+        {"A": "either split takes a fraction of a second; the choice is about what the held-out score measures.",
+         "B": "a random sample of sentences has about the same lengths as the rest; the problem is the names and "
+              "topics a held-out sentence shares with its trained neighbours.",
+         "C": "they measure different things: with a sentence split the neighbours of a held-out sentence were "
+              "trained on, so the score flatters the model."}),
     "q2": Question(
-        "Which objective predicts each token from the tokens BEFORE it only?",
-        {"A": "masked language modeling", "B": "next-token prediction (causal language modeling)",
-         "C": "next sentence prediction", "D": "all three"}, "B",
-        "a causal LM reads left to right; masked LM reads both sides, NSP classifies a pair of segments.",
-        {"A": "masked LM reads the context on both sides of a hidden token."}),
+        "Which objective trains every position to predict a token while seeing only the tokens before it?",
+        {"A": "next-token prediction (causal language modeling), the objective of GPT and of BertForCausalLM",
+         "B": "masked language modeling, since every hidden token is predicted from the words that precede it",
+         "C": "next sentence prediction, since segment B is only judged after the model has read segment A",
+         "D": "all three of them, since BERT and GPT both read their input from left to right, token by token"}, "A",
+        "a causal LM reads left to right; masked LM reads both sides of a hidden token, NSP classifies a pair.",
+        {"B": "masked LM sees the context on BOTH sides of a hidden token, not only what precedes it.",
+         "C": "NSP makes one prediction per pair, from the [CLS] vector, which has seen A and B together.",
+         "D": "only the causal LM is limited to the past; BERT's encoder reads every token of its input at once."}),
     "q3": Question(
         "Where do the labels of these three objectives come from?",
-        {"A": "from people who annotate the corpus", "B": "from the text itself: the next token, the hidden token, "
-         "whether segment B really followed A", "C": "from a larger model", "D": "from the tokenizer's vocabulary"},
-        "B", "that is why they are called self-supervised: any raw text provides labels for free."),
+        {"A": "from people who marked, for a sample of sentence pairs, whether the second one follows the first",
+         "B": "from a larger model trained beforehand, whose predictions the small model learns to copy",
+         "C": "from the text itself: the next token, the hidden token, whether segment B really followed A",
+         "D": "from the tokenizer, which stores the likeliest next token for every entry of its vocabulary"}, "C",
+        "that is why they are called self-supervised: any raw text provides labels for free.",
+        {"A": "nobody annotates anything: an NSP pair takes either the real next sentence or a random one.",
+         "B": "copying a larger model is distillation, another technique; here the text itself gives the answers.",
+         "D": "the tokenizer only turns text into ids; it knows nothing about which token follows which."}),
     "q4": Question(
         "In next sentence prediction as BERT and transformers define it, what does label 0 mean?",
-        {"A": "B is a random segment", "B": "B is the segment that really follows A (IsNext)",
-         "C": "A and B come from different documents", "D": "the pair is padding"}, "B",
+        {"A": "B is a random segment from elsewhere in the corpus (NotNext): 0 as in 'no, B does not follow A'",
+         "B": "B is the segment that really follows A in the same document (IsNext): the true next sentence",
+         "C": "A and B come from two different documents, whatever their places in those documents",
+         "D": "the pair is padding and the loss skips it, the way masked LM skips a label of -100"}, "B",
         "0 = IsNext and 1 = NotNext, in Google's code and in transformers; think of the label as 'is B random?'.",
-        {"A": "that is label 1, NotNext."}),
+        {"A": "that is label 1, NotNext; read the label as the answer to 'is B random?'.",
+         "C": "a B from another document is a random B: label 1, NotNext.",
+         "D": "0 is a real class, IsNext; a pair to skip would get -100, never 0."}),
+    "q5": Question(
+        "A corpus is a list of documents, each a list of sentence strings. What does this program print?",
+        {"A": "2 3 10", "B": "3 2 10", "C": "2 3 12", "D": "2 3 13"}, "A",
+        "2 documents (the outer list), 3 sentences, and 5 + 3 + 2 = 10 words: split() ignores the double and the "
+        "trailing space, and each period stays on its word.",
+        {"B": "documents come first: the outer list holds 2 documents, which hold 3 sentences between them.",
+         "C": "that is what s.split(' ') counts, with an empty word at the double space and another at the trailing "
+              "space; split() splits on any run of whitespace.",
+         "D": "split() cuts at whitespace only: 'sphere.' is one word, period included (splitting off punctuation "
+              "is the tokenizer's job, notebook 01)."},
+        code='''
+documents = [["Water tends toward a sphere.", "Air  tends upward."],
+             ["Fire rises. "]]
+sentences = [s for doc in documents for s in doc]
+print(len(documents), len(sentences), sum(len(s.split()) for s in sentences))
+'''),
 }}
