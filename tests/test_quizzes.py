@@ -72,3 +72,13 @@ def test_predict_the_output_answer_is_what_the_code_prints(name, q):
         f"{name}: the code prints {printed[-1:]!r}; the right option says {q.options[q.answer]!r}")
     others = [text for letter, text in q.options.items() if letter != q.answer]
     assert printed[-1].strip() not in [t.strip() for t in others], f"{name}: a wrong option equals the output"
+
+
+def test_every_check_of_every_notebook_is_exported():
+    import minibert.exercises as exercises
+    for module in exercises.MODULES:
+        checks = [name for name in vars(module) if name.startswith("check_") and callable(getattr(module, name))]
+        assert checks, f"{module.__name__} has no check"
+        for name in checks:
+            assert getattr(exercises, name, None) is getattr(module, name), f"minibert.exercises does not export {name}"
+        assert set(module.QUIZ) <= set(QUIZZES)

@@ -8,13 +8,16 @@ answers to a notebook's "check yourself" questions and explains each one.
     check_causal_labels(make_labels)        # -> ✓ / ○ / ✗ with a hint
     quiz("03", q1="B", q2="A")              # -> right or wrong, with a one-line explanation
 
-The checks live in one module per notebook topic (language_modeling.py, masked_lm.py, ...); every
-`check_*` function and every QUIZ of those modules is gathered here.
+The checks live in one module per notebook topic (language_modeling.py, masked_lm.py, ...); the end of
+this file imports each module's `check_*` functions and its QUIZ.
 """
 
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
+
+from ..tokenizer import SPECIAL_TOKENS
+
+# the course tokenizer's special-token ids, which the checks' hand-made batches use
+PAD, UNK, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
 
 
 @dataclass
@@ -124,14 +127,23 @@ def quiz_of(notebook):
     return QUIZZES[notebook]
 
 
-def _gather():
-    """Import every topic module; export its check_* functions and register its QUIZ."""
-    names = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        QUIZZES.update(getattr(module, "QUIZ", {}))
-        names.update({k: v for k, v in vars(module).items() if k.startswith("check_") and callable(v)})
-    return names
+# ---- the exercises of each notebook (these modules import Question and run_check from above) ----
+from . import (architecture, attention, decoders, fine_tuning, language_modeling, masked_lm,  # noqa: E402
+               objectives, pretraining, sentence_pairs, tokenization, welcome)
+from .architecture import check_causal_attention, check_embedding_parameters, check_layer_parameters  # noqa: E402
+from .attention import check_attention_entropy, check_attention_to, check_masked_attention  # noqa: E402
+from .decoders import check_decoder_inputs, check_greedy_decode  # noqa: E402
+from .fine_tuning import check_freeze_encoder, check_stratified_subset  # noqa: E402
+from .language_modeling import (check_causal_lm_loss, check_make_causal_labels, check_next_token_targets,  # noqa: E402
+                                check_top_k_filter)
+from .masked_lm import check_mask_tokens, check_mask_with_budget, check_mlm_accuracy  # noqa: E402
+from .objectives import check_majority_baseline, check_mean_pool  # noqa: E402
+from .pretraining import check_pretraining_loss, check_train_step  # noqa: E402
+from .sentence_pairs import check_make_nsp_dataset, check_make_nsp_pair, check_make_sop_pair  # noqa: E402
+from .tokenization import check_attention_mask_from_lengths, check_encode_pair, check_wordpiece_split  # noqa: E402
+from .welcome import check_count_words, check_longest_document  # noqa: E402
 
-
-globals().update(_gather())
+MODULES = (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs, pretraining,
+           attention, objectives, decoders, fine_tuning)  # in the order of the notebooks
+for _module in MODULES:
+    QUIZZES.update(_module.QUIZ)

@@ -3,10 +3,9 @@
 import torch
 
 from ..labels import shift_labels
-from . import Question, run_check
+from . import CLS, PAD, SEP, Question, run_check
 
 EX = "09"
-PAD, CLS, SEP = 0, 2, 3  # the course tokenizer's ids
 
 
 def check_decoder_inputs(decoder_inputs):

@@ -2,10 +2,9 @@
 
 import torch
 
-from . import Question, run_check
+from . import CLS, MASK, PAD, SEP, Question, run_check
 
 EX = "04"
-PAD, CLS, SEP, MASK = 0, 2, 3, 4
 VOCAB_SIZE = 1000
 
 

@@ -5,10 +5,9 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from . import Question, run_check
+from . import CLS, MASK, SEP, Question, run_check
 
 EX = "06"
-MASK = 4  # the course tokenizer's id of [MASK]
 
 
 def _pretraining_batch():
@@ -63,7 +62,7 @@ def _pretraining_batches():
     batches = []
     for _ in range(2):
         ids = torch.randint(5, 40, (4, 12), generator=g)
-        ids[:, 0], ids[:, 6], ids[:, -1] = 2, 3, 3  # [CLS] A [SEP] B [SEP]
+        ids[:, 0], ids[:, 6], ids[:, -1] = CLS, SEP, SEP  # [CLS] A [SEP] B [SEP]
         mask = torch.ones_like(ids)
         mask[1, 9:] = 0  # a shorter pair, padded
         ids[1, 8], ids[1, 9:] = 3, 0
