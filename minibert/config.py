@@ -11,8 +11,6 @@ import json
 import os
 from dataclasses import dataclass
 
-ACTIVATIONS = ("gelu", "gelu_new", "gelu_pytorch_tanh", "relu", "silu", "swish")
-
 
 # ---- checking values: one helper, and a table saying what each field must be ----
 def is_whole(v):
@@ -79,8 +77,9 @@ class BertConfig:
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of "
                              f"num_attention_heads ({self.num_attention_heads})")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {ACTIVATIONS}")
+        from .model import ACT2FN  # the activations the model implements (model.py imports this file)
+        if self.hidden_act not in ACT2FN:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {tuple(ACT2FN)}")
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
 

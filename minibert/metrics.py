@@ -8,20 +8,26 @@
 
 import math
 from collections import Counter
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
 from .data import IGNORE_INDEX, CausalLMCollator, MLMCollator, collate
 
-# objective -> (model class name, sentence pairs or blocks, masked LM part, pair-classification part)
+class Objective(NamedTuple):
+    model_class: str  # the class that trains it (the same name in minibert and transformers)
+    pair_task: str | None  # "nsp" or "sop": its examples are sentence pairs; None: blocks of text
+    masked_lm: bool  # it has a masked-LM loss
+
+
 OBJECTIVES = {
-    "clm": ("BertForCausalLM", None, False, False),
-    "mlm": ("BertForMaskedLM", None, True, False),
-    "nsp": ("BertForNextSentencePrediction", "nsp", False, True),
-    "sop": ("BertForNextSentencePrediction", "sop", False, True),
-    "mlm+nsp": ("BertForPreTraining", "nsp", True, True),
-    "mlm+sop": ("BertForPreTraining", "sop", True, True),
+    "clm": Objective("BertForCausalLM", None, False),
+    "mlm": Objective("BertForMaskedLM", None, True),
+    "nsp": Objective("BertForNextSentencePrediction", "nsp", False),
+    "sop": Objective("BertForNextSentencePrediction", "sop", False),
+    "mlm+nsp": Objective("BertForPreTraining", "nsp", True),
+    "mlm+sop": Objective("BertForPreTraining", "sop", True),
 }
 
 
@@ -32,8 +38,7 @@ def check_objective(objective):
 
 
 def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None):
-    _, _, mlm, _ = check_objective(objective)
-    if mlm:
+    if check_objective(objective).masked_lm:
         return MLMCollator(tokenizer, mlm_probability, seed=seed)
     if objective == "clm":
         return CausalLMCollator(tokenizer)
@@ -42,7 +47,8 @@ def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None):
 
 def model_inputs(objective, batch, masked_only=True):
     """The keyword arguments each head takes, from a collated batch."""
-    _, _, mlm, pairs = check_objective(objective)
+    _, pair_task, mlm = check_objective(objective)
+    pairs = pair_task is not None
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
     if objective == "clm":
         inputs["labels"] = batch["labels"]
@@ -59,7 +65,8 @@ def model_inputs(objective, batch, masked_only=True):
 @torch.no_grad()
 def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, mlm_probability=0.15):
     """Held-out metrics. Masks come from a fixed seed, so two evaluations see the same masks."""
-    _, pair_task, mlm, pairs = check_objective(objective)
+    _, pair_task, mlm = check_objective(objective)
+    pairs = pair_task is not None
     was_training = model.training
     model.eval()
     collator = make_collator(objective, tokenizer, mlm_probability, seed)
@@ -114,7 +121,8 @@ def baselines(objective, train_examples, heldout_examples, tokenizer):
     unigram_loss / unigram_perplexity: answer with the training frequencies (add-one smoothed).
     majority_class_accuracy: always answer the commoner training label.
     """
-    _, pair_task, mlm, pairs = check_objective(objective)
+    _, pair_task, mlm = check_objective(objective)
+    pairs = pair_task is not None
     out = {}
     if mlm or objective == "clm":
         task = "clm" if objective == "clm" else "mlm"

@@ -64,7 +64,7 @@ class TrainArgs:
     seed: int = 0
 
     def __post_init__(self):
-        pairs = check_objective(self.objective)[1]
+        pairs = check_objective(self.objective).pair_task
         if self.max_length is None:  # a pair needs room for two segments long enough to show their topic
             self.max_length = 128 if pairs else 64
         if self.steps is None and self.minutes is None:
@@ -113,7 +113,7 @@ WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
 
 
 def build_examples(args, documents, tokenizer, seed_offset=0):
-    _, pairs, _, _ = check_objective(args.objective)
+    pairs = check_objective(args.objective).pair_task
     if pairs == "nsp":
         return make_nsp_examples(documents, tokenizer, args.max_length, negatives=args.negatives,
                                  seed=args.seed + seed_offset)
@@ -123,7 +123,7 @@ def build_examples(args, documents, tokenizer, seed_offset=0):
 
 
 def model_class(objective):
-    return getattr(heads, check_objective(objective)[0])
+    return getattr(heads, check_objective(objective).model_class)
 
 
 def bf16_is_native(device):
@@ -350,7 +350,7 @@ def prepare_data(args, corpus, tokenizer):
     build the examples of the objective for both sides."""
     documents = load_corpus(args.corpus) if corpus is None else corpus
     check_documents(documents, pairs_for={"nsp": "next sentence prediction", "sop": "sentence order prediction"}.get(
-        check_objective(args.objective)[1]))  # before a tokenizer is trained on them
+        check_objective(args.objective).pair_task))  # before a tokenizer is trained on them
     train_docs, heldout_docs = split_corpus(documents, args.heldout, seed=args.seed)
     tokenizer = tokenizer or train_tokenizer(train_docs, args.vocab_size)
     return tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
