@@ -11,6 +11,7 @@ from .labels import check_causal_labels, shift_labels
 from .metrics import baselines, evaluate, pseudo_perplexity
 from .model import BertModel, ModelOutput
 from .tokenizer import train_tokenizer
-from .train import COURSE_RUNS, PretrainResult, TrainArgs, Trainer, course_run, load_result, pretrain, run_dir
+from .course import COURSE_RUNS, course_run, run_dir
+from .train import PretrainResult, TrainArgs, Trainer, load_result, pretrain
 
 __version__ = "0.1.0"

@@ -15,7 +15,6 @@ import os
 import random
 
 import torch
-import torch.nn.functional as F
 
 from .corpus import cache_dir
 

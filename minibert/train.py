@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from . import heads
 from .config import BertConfig
-from .corpus import cache_dir, load_corpus, split_corpus
+from .corpus import load_corpus, split_corpus
 from .data import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
 from .hub import atomic_folder, write_weights
 from .metrics import (baselines, check_objective, evaluate, format_metrics, make_collator, model_inputs,
@@ -408,42 +408,6 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
     if resume:
         trainer.restore(out)
     return trainer.train(callback)
-
-
-# The course's standard runs: a tiny model and 64-token sequences, under a minute each on two CPU
-# cores. The masked-LM runs take batches of 64 at learning rate 2e-3: at equal time, 64 sequences per
-# step learned faster than 16 or 32 (24.2% against 15.6% held-out accuracy after 5 minutes with 16),
-# and 2e-3 beat 1e-3 in a 600-step run (13.8% against 12.0%). The causal LM gets fewer steps because
-# scoring every position over the vocabulary costs more per step.
-COURSE_RUNS = {
-    "clm": dict(steps=200),
-    "mlm": dict(steps=600, batch_size=64, lr=2e-3),
-    "nsp": dict(steps=300),
-    "sop": dict(steps=300),
-    "mlm+nsp": dict(steps=600, batch_size=64, lr=2e-3),
-    "mlm+sop": dict(steps=600, batch_size=64, lr=2e-3),
-}
-
-
-def run_dir(name):
-    """A folder for a training run inside the minibert cache (MINIBERT_CACHE or ~/.cache/minibert)."""
-    return os.path.join(cache_dir(), "runs", name)
-
-
-def course_run(objective, corpus, tokenizer, **overrides):
-    """The course's standard run of an objective, saved in the cache and loaded from there when a
-    finished run with the same settings, data and code exists: notebooks needing the same model
-    share it, and re-running a notebook takes seconds. Pass overrides to change any setting."""
-    check_objective(objective)
-    settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
-                       progress=False), **COURSE_RUNS[objective]}
-    settings.update(overrides)
-    settings.setdefault("eval_every", max(1, settings["steps"] // 10))
-    shown = ("progress", "verbose")  # how a run is displayed does not change the run
-    tag = hashlib.sha256(json.dumps({k: v for k, v in settings.items() if k not in shown}, sort_keys=True,
-                                    default=str).encode()).hexdigest()[:8]
-    return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=run_dir(f"{objective}-{tag}"), reuse=True,
-                    **settings)
 
 
 def init_prior(model, objective, examples, tokenizer):
