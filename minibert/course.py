@@ -62,6 +62,24 @@ def course_run(objective, corpus, tokenizer, **overrides):
                     **settings)
 
 
+def cached(name, key, compute):
+    """compute() once, then its result from the cache (a notebook's own training, say): name is a file
+    name, key anything JSON-able that decides the result (settings, data, code, starting weights). A
+    different key computes it again. The result (tensors, numbers, strings) is saved whole or not at all."""
+    import torch
+    path = run_dir(name) + ".pt"
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    if os.path.exists(path):
+        saved = torch.load(path)
+        if saved["key"] == digest:
+            return saved["value"]
+    value = compute()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    torch.save({"key": digest, "value": value}, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    return value
+
+
 # ---- student versions ----
 
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
