@@ -1,12 +1,14 @@
 """Fine-tuning: does pretraining help a task that has few labels? (notebook 10)
 
-    task = corrupted_sentences(heldout_docs)              # [(text, label, fold)], built offline
-    model = BertForSequenceClassification.from_pretrained("checkpoints/bert-mlm-nsp", num_labels=2)
-    fine_tune(model, tokenizer, texts, labels, steps=150)  # every weight trains, the new head too
-    accuracy(model, tokenizer, test_texts, test_labels)
+    task = which_document(heldout_docs)                     # [(text, label, fold)], built offline
+    model = BertForSequenceClassification.from_pretrained("checkpoints/bert-mlm-nsp", num_labels=7)
+    train_x, train_y, test_x, test_y = split(task)          # fold 0 trains, fold 1 tests
+    fine_tune(model, tokenizer, train_x, train_y, steps=80)  # every weight trains, the new head too
+    predict(model, tokenizer, test_x)                       # one class per text
 
 The tasks are built from held-out documents, which no pretrained model has seen. Every example has a
-fold (0 or 1), decided by its document, so that training and test sentences never share a document.
+fold (0 or 1): the document's parity for the real-or-corrupted task, so that a sentence and its corrupted
+copy are never on both sides, and the sentence's parity within its document for the which-document task.
 """
 
 import hashlib
@@ -187,8 +189,14 @@ def run(checkpoint, task, fraction, seed, tokenizer, pretrained=True, steps=80, 
 
 
 def cache_key(checkpoint, task, *settings):
+    """A fingerprint of all that decides a run: the checkpoint's weights, the task, the settings and the
+    code that trains (this file and the model's), so that a changed line never reads an old result."""
+    from .train import TRAINING_CODE
     h = hashlib.sha256()
-    with open(os.path.join(checkpoint, "model.safetensors"), "rb") as f:
-        h.update(f.read())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in [os.path.join(checkpoint, "model.safetensors"), __file__,
+                 *(os.path.join(here, name) for name in TRAINING_CODE)]:
+        with open(path, "rb") as f:
+            h.update(f.read())
     h.update(json.dumps([task, settings]).encode())
     return h.hexdigest()[:20]
