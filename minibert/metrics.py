@@ -74,13 +74,20 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, ml
     total = Counter()
     for i in range(0, len(examples), batch_size):
         batch = {k: v.to(device) for k, v in collator(examples[i:i + batch_size]).items()}
-        out = model(**model_inputs(objective, batch))
+        inputs = model_inputs(objective, batch)
+        if objective == "clm":  # scored below, once: the model need not compute its own loss as well
+            del inputs["labels"]
+        out = model(**inputs)
         if mlm:  # masked_only: (N, V) logits at the N masked positions, in order
             add_token_scores(total, "mlm", out.masked_logits, batch["labels"][out.masked_positions])
         if objective == "clm":
-            logits, targets = out.logits[:, :-1], batch["labels"][:, 1:]  # position t predicts t+1
-            keep = targets != IGNORE_INDEX
-            add_token_scores(total, "clm", logits[keep], targets[keep])
+            # position t predicts t+1: move the labels, not the (much larger) logits
+            targets = F.pad(batch["labels"][:, 1:], (0, 1), value=IGNORE_INDEX)
+            V = out.logits.shape[-1]
+            total["clm_loss"] += F.cross_entropy(out.logits.reshape(-1, V).float(), targets.reshape(-1),
+                                                 ignore_index=IGNORE_INDEX, reduction="sum").item()
+            total["clm_correct"] += (out.logits.argmax(-1) == targets).sum().item()  # never equal to -100
+            total["clm_n"] += (targets != IGNORE_INDEX).sum().item()
         if pairs:
             logits = out.seq_relationship_logits if mlm else out.logits
             labels = batch["next_sentence_label"]

@@ -113,3 +113,32 @@ def test_causal_attention_stays_causal_when_training_with_dropout():
     b = model(changed).logits
     assert torch.allclose(a[:, :-1], b[:, :-1], atol=1e-6)
     assert not torch.allclose(a[:, -1], b[:, -1])
+
+
+@pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForCausalLM], ids=["encoder", "decoder"])
+def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused_numbers(monkeypatch, cls):
+    """In bf16 on a CPU the fused attention's backward pass is slow for short sequences, so training
+    takes the spelled-out path there; loss and gradients must be those of the fused kernel."""
+    config = minibert.BertConfig(**CONFIGS["gelu"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                                 is_decoder=cls is minibert.BertForCausalLM)
+    model = randomize(cls(config), seed=8).train()
+    batch = make_batch(CONFIGS["gelu"])
+    choose = minibert.model.needs_spelled_out_attention
+    chosen = []
+
+    def loss_and_grads(rule):
+        monkeypatch.setattr(minibert.model, "needs_spelled_out_attention", rule)
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(batch["input_ids"], batch["attention_mask"], labels=batch["mlm_labels"])
+        out.loss.backward()
+        return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}
+
+    spelled = loss_and_grads(lambda dropout, q: chosen.append(choose(dropout, q)) or chosen[-1])
+    fused = loss_and_grads(lambda dropout, q: False)
+    assert chosen and all(chosen)  # every layer took the spelled-out path
+    assert abs(spelled[0] - fused[0]) < 1e-2 * abs(fused[0])
+    a, b = (torch.cat([g.flatten() for g in grads[1].values()]) for grads in (spelled, fused))
+    assert (a - b).norm() < 0.02 * b.norm()  # bf16 rounds differently in the two paths: 1-2%, not more
+    model.eval()
+    assert not choose(model.bert.encoder.layer[0].attention.self.dropout, torch.zeros(1, 1, 4, 8, dtype=torch.bfloat16))

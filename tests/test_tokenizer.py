@@ -51,8 +51,32 @@ def test_training_gives_the_same_vocabulary_in_every_process():
     import subprocess
     import sys
     code = ("import hashlib, json, minibert; c = minibert.load_corpus(); "
-            "tok = minibert.train_tokenizer(c[:80], vocab_size=3000); "
+            "tok = minibert.train_tokenizer(c[:80], vocab_size=3000, cache=False); "
             "print(hashlib.md5(json.dumps(sorted(tok.get_vocab().items())).encode()).hexdigest())")
     hashes = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()[-1]
               for _ in range(3)}
     assert len(hashes) == 1
+
+
+def test_a_cached_tokenizer_is_the_trained_one_and_a_damaged_cache_is_retrained(tmp_path, monkeypatch, capsys):
+    import minibert
+    from minibert.tokenizer import cache_path
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    docs = minibert.load_corpus()[:60]
+    fresh = minibert.train_tokenizer(docs, vocab_size=2000, cache=False)
+    path = cache_path([s for d in docs for s in d], 2000, 2)
+    first = minibert.train_tokenizer(docs, vocab_size=2000, verbose=True)
+    assert "trained a 2,000-token" in capsys.readouterr().out
+    again = minibert.train_tokenizer(docs, vocab_size=2000, verbose=True)
+    assert "read from the cache" in capsys.readouterr().out
+    for tok in (first, again):  # the same object as a freshly trained one, down to the normalizer
+        assert tok.backend_tokenizer.to_str() == fresh.backend_tokenizer.to_str()
+        assert tok("Aristotle's café.", "Second one.") == fresh("Aristotle's café.", "Second one.")
+    other = minibert.train_tokenizer(docs, vocab_size=1500)  # other settings: another entry
+    assert len(other) == 1500 and cache_path([s for d in docs for s in d], 1500, 2) != path
+    with open(path, "w") as f:
+        f.write('{"version": ')  # cut short, as by a full disk
+    repaired = minibert.train_tokenizer(docs, vocab_size=2000)
+    assert "could not be read" in capsys.readouterr().out
+    assert repaired.backend_tokenizer.to_str() == fresh.backend_tokenizer.to_str()
+    assert minibert.train_tokenizer(docs, vocab_size=2000).get_vocab() == fresh.get_vocab()

@@ -161,6 +161,26 @@ def test_evaluate_matches_a_hand_computed_accuracy(small):
     assert metrics["mlm_loss"] == pytest.approx(loss, rel=1e-5)
 
 
+def test_evaluate_scores_a_causal_lm_on_the_next_token_of_real_positions_only(small):
+    docs, tok = small
+    torch.manual_seed(0)
+    model = minibert.BertForCausalLM(tiny_config(tok)).eval()
+    examples = [e for e in minibert.make_lm_examples(docs[:5], tok, max_length=64)][:12]
+    examples[0] = {**examples[0], "input_ids": examples[0]["input_ids"][:9]}  # a short block: padding in the batch
+    metrics = minibert.evaluate(model, "clm", examples, tok, batch_size=5)
+    scores, right, n = [], 0, 0
+    with torch.no_grad():
+        for e in examples:  # one block at a time, no padding: position t predicts token t + 1
+            ids = torch.tensor(e["input_ids"])
+            logits = model(input_ids=ids[None]).logits[0, :-1]
+            scores.append(torch.nn.functional.cross_entropy(logits, ids[1:], reduction="sum").item())
+            right += (logits.argmax(-1) == ids[1:]).sum().item()
+            n += len(ids) - 1
+    assert metrics["clm_loss"] == pytest.approx(sum(scores) / n, rel=1e-4)
+    assert metrics["clm_accuracy"] == pytest.approx(right / n)
+    assert metrics["clm_perplexity"] == pytest.approx(math.exp(sum(scores) / n), rel=1e-4)
+
+
 def test_pseudo_perplexity_masks_each_token_in_turn(small):
     docs, tok = small
     torch.manual_seed(0)
