@@ -8,6 +8,8 @@ minute on a laptop CPU, then loaded from the cache); the attention and top-k pic
 shipped BERT, checkpoints/bert-mlm-nsp.
 """
 
+import hashlib
+import json
 import os
 import sys
 import time
@@ -153,6 +155,13 @@ def learning_curves(course):
     return viz.plot_learning_curves(course.result)
 
 
+def run_digest(result):
+    """A fingerprint of a training run's numbers. A live run's curves depend on the CPU's arithmetic
+    (bf16 or fp32 kernels, thread count), so its picture is stamped with the run it was drawn from."""
+    numbers = json.dumps([result.history, result.evals], sort_keys=True)
+    return hashlib.sha256(numbers.encode()).hexdigest()[:16]
+
+
 def top_k(course):
     from minibert import pretrained
     model = minibert.BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
@@ -184,8 +193,12 @@ FIGURES = {
 }
 
 
-def save(fig, path):
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})  # no version string: same picture, same bytes
+FROM_THE_LIVE_RUN = {"learning_curves.png"}  # drawn from Course.result, stamped with its run_digest
+
+
+def save(fig, path, source=None):
+    metadata = {"Software": None, **({"Source": source} if source else {})}
+    fig.savefig(path, dpi=DPI, metadata=metadata)  # no version string: same picture, same bytes
 
 
 def generate(outdir, names=None, course=None, verbose=False):
@@ -200,7 +213,7 @@ def generate(outdir, names=None, course=None, verbose=False):
             continue
         start = time.perf_counter()
         path = os.path.join(outdir, name)
-        save(draw(course), path)
+        save(draw(course), path, run_digest(course.result) if name in FROM_THE_LIVE_RUN else None)
         paths.append(path)
         if verbose:
             print(f"{path}  ({time.perf_counter() - start:.1f} s)", flush=True)

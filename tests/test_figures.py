@@ -37,12 +37,26 @@ def drawn(course, tmp_path_factory):
 
 
 @pytest.mark.parametrize("name", list(figures.FIGURES))
-def test_figure_is_the_committed_one(drawn, name):
+def test_figure_is_the_committed_one(drawn, course, name):
     expected = os.path.join(COMMITTED, name)
     assert os.path.exists(expected), f"figures/{name} is missing: run `make figures` and commit it"
+    if name in figures.FROM_THE_LIVE_RUN:
+        from PIL import Image
+        source = Image.open(expected).text.get("Source")
+        assert source, f"figures/{name} does not say which run it was drawn from: run `make figures`"
+        if source != figures.run_digest(course.result):
+            pytest.skip(f"figures/{name} was drawn from a course run trained with other arithmetic than this "
+                        "machine's (bf16 or fp32 kernels, threads): its pixels cannot match here")
     diff = compare_images(expected, str(drawn / name), tol=TOL)
     assert diff is None, f"figures/{name} is not what the code draws now ({diff}); if that is intended, " \
                          "run `make figures` and commit the new picture"
+
+
+def test_a_picture_of_the_live_run_names_the_run_it_was_drawn_from(drawn, course):
+    from PIL import Image
+    for name in figures.FROM_THE_LIVE_RUN:
+        assert Image.open(drawn / name).text.get("Source") == figures.run_digest(course.result)
+    assert "Source" not in Image.open(drawn / "label_shift.png").text  # the others do not depend on a run
 
 
 def test_files_carry_no_version_or_date(drawn):
