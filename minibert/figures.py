@@ -158,7 +158,9 @@ def learning_curves(course):
 def run_digest(result):
     """A fingerprint of a training run's numbers. A live run's curves depend on the CPU's arithmetic
     (bf16 or fp32 kernels, thread count), so its picture is stamped with the run it was drawn from."""
-    numbers = json.dumps([result.history, result.evals], sort_keys=True)
+    untimed = [[{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # wall time varies
+               for rows in (result.history, result.evals)]
+    numbers = json.dumps(untimed, sort_keys=True)
     return hashlib.sha256(numbers.encode()).hexdigest()[:16]
 
 

@@ -57,6 +57,11 @@ def test_a_picture_of_the_live_run_names_the_run_it_was_drawn_from(drawn, course
     for name in figures.FROM_THE_LIVE_RUN:
         assert Image.open(drawn / name).text.get("Source") == figures.run_digest(course.result)
     assert "Source" not in Image.open(drawn / "label_shift.png").text  # the others do not depend on a run
+    run = SimpleNamespace(history=[{"step": 1, "loss": 7.9, "seconds": 0.2}], evals=[{"step": 1, "seconds": 0.3}])
+    slower = SimpleNamespace(history=[{"step": 1, "loss": 7.9, "seconds": 0.9}], evals=[{"step": 1, "seconds": 1.0}])
+    other = SimpleNamespace(history=[{"step": 1, "loss": 7.8, "seconds": 0.2}], evals=run.evals)
+    assert figures.run_digest(run) == figures.run_digest(slower)  # the same numbers, trained more slowly
+    assert figures.run_digest(run) != figures.run_digest(other)
 
 
 def test_files_carry_no_version_or_date(drawn):
