@@ -59,6 +59,7 @@ pretrained: $(STAMP)
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/train_step.py
+	$(BIN)/python benchmarks/attention.py
 	$(BIN)/python benchmarks/time_to_accuracy.py
 
 clean:

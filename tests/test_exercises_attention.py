@@ -78,8 +78,8 @@ def test_masked_attention():
         })
     # adding the mask after the softmax, a large negative number or -inf, is the same mistake
     for after in (lambda w, keep: w + (1 - keep) * -1e9, lambda w, keep: w.masked_fill(keep == 0, float("-inf"))):
-        result = check_masked_attention(lambda q, k, v, m: masked_attention(q, k, v, m, after=after))
-        assert result.status == "wrong" and "BEFORE the softmax" in result.message, result.message
+        assert_hints(check_masked_attention,
+                     {"BEFORE the softmax": lambda q, k, v, m, after=after: masked_attention(q, k, v, m, after=after)})
 
 
 def additive_mask(q, k, v, mask):
@@ -95,8 +95,7 @@ def test_broadcast_mistake_that_raises_no_error_is_caught():
         if m.shape[0] != m.shape[1]:
             return masked_attention(q, k, v, m)
         return masked_attention(q, k, v, m, hide=lambda m: m == 0)
-    result = check_masked_attention(wrong)
-    assert result.status == "wrong" and "broadcast wrongly" in result.message, result.message
+    assert_hints(check_masked_attention, {"broadcast wrongly": wrong})
 
 
 def test_the_masked_reference_is_torchs_and_miniberts():

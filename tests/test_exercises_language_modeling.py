@@ -28,9 +28,9 @@ def test_next_token_targets():
     right = lambda labels: torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], -100)], 1)  # noqa: E731
     assert check_next_token_targets(right)
     assert check_next_token_targets(stub).status == "not done"
-    for hint, wrong in {"not shifted": lambda x: x, "torch.roll wraps around": lambda x: x.roll(-1, 1),
-                        "the wrong way": lambda x: torch.cat([torch.full_like(x[:, :1], -100), x[:, :-1]], 1)}.items():
-        assert hint in check_next_token_targets(wrong).message
+    assert_hints(check_next_token_targets, {
+        "not shifted": lambda x: x, "torch.roll wraps around": lambda x: x.roll(-1, 1),
+        "the wrong way": lambda x: torch.cat([torch.full_like(x[:, :1], -100), x[:, :-1]], 1)})
 
 
 def test_top_k_filter():
@@ -38,11 +38,9 @@ def test_top_k_filter():
         kth = logits.topk(k, -1).values[:, -1:]
         return logits.masked_fill(logits < kth, float("-inf"))
     assert check_top_k_filter(right)
-    wrong = {"probabilities": lambda x, k: right(x, k).softmax(-1),
-             "use -inf, not 0": lambda x, k: right(x, k).nan_to_num(neginf=0.0),
-             "one token too many": lambda x, k: right(x, k + 1)}
-    for hint, fn in wrong.items():
-        assert hint in check_top_k_filter(fn).message
+    assert_hints(check_top_k_filter, {"probabilities": lambda x, k: right(x, k).softmax(-1),
+                                      "use -inf, not 0": lambda x, k: right(x, k).nan_to_num(neginf=0.0),
+                                      "one token too many": lambda x, k: right(x, k + 1)})
 
 
 def causal_loss(shift=1, mask_padding=True, reduction="mean", per_sequence=False, transpose=None):
@@ -65,6 +63,8 @@ def causal_loss(shift=1, mask_padding=True, reduction="mean", per_sequence=False
             return per_token.sum()
         if reduction == "every position":
             return per_token.mean()
+        if reduction == "every position, unshifted length":  # divided by B T, not B (T - 1)
+            return per_token.sum() / ids.numel()
         if reduction == "none":
             return per_token
         return per_token.sum() / (targets != -100).sum()
@@ -91,9 +91,12 @@ def test_causal_lm_loss():
         "return one number": dict(reduction="none"),
     }
     assert_hints(check_causal_lm_loss, {hint: causal_loss(**kwargs) for hint, kwargs in hints.items()})
-    assert "flattened in different orders" in check_causal_lm_loss(causal_loss(transpose="labels")).message
-    assert "return a number" in check_causal_lm_loss(lambda *args: "4.2").message
-    assert "the mean loss is" in check_causal_lm_loss(lambda *args: 1.0).message
+    assert_hints(check_causal_lm_loss, {  # the same hints for the other slip of each kind
+        "flattened in different orders": causal_loss(transpose="labels"),
+        "averaged over every position, padding included": causal_loss(reduction="every position, unshifted length"),
+        "return a number": lambda *args: "4.2",
+        "the mean loss is": lambda *args: 1.0,
+    })
 
 
 def test_quiz_marks_answers_and_explains(capsys):

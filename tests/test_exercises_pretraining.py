@@ -25,6 +25,7 @@ def test_pretraining_loss():
         "one value": lambda p, s, labels, nsp: F.cross_entropy(s, nsp, reduction="none"),
     }
     assert_hints(check_pretraining_loss, hints)
+    assert_hints(check_pretraining_loss, {"-100 is not ignored": lambda p, s, labels, nsp: mlm(p, labels.clamp(min=0))})
 
 
 def make_train_step(backward=True, step=True, zero_grad=True, clip=None, train=True, item=True,

@@ -63,9 +63,12 @@ def test_encode_pair():
     }
     assert_hints(check_encode_pair, {hint: lambda tok, a, b, kwargs=kwargs: encode_pair(tok, a, b, **kwargs)
                                      for hint, kwargs in hints.items()})
-    tokens = lambda tok, a, b: (["[CLS]"] + tok.tokenize(a), [0])  # noqa: E731
-    assert "those are tokens" in check_encode_pair(tokens).message
-    assert "two lists" in check_encode_pair(lambda tok, a, b: [1, 2, 3]).message
+    assert_hints(check_encode_pair, {
+        "must start with [CLS]": lambda tok, a, b: encode_pair(tok, a, b, cls=False, middle_sep=False, final_sep=False),
+        "no padding here": lambda tok, a, b: (encode_pair(tok, a, b)[0] + [0, 0], encode_pair(tok, a, b)[1] + [0, 0]),
+        "those are tokens": lambda tok, a, b: (["[CLS]"] + tok.tokenize(a), [0]),
+        "two lists": lambda tok, a, b: [1, 2, 3],
+    })
 
 
 def test_attention_mask_from_lengths():

@@ -9,9 +9,12 @@ answers to a notebook's "check yourself" questions and explains each one.
     quiz("03", q1="B", q2="A")              # -> right or wrong, with a one-line explanation
 
 The checks live in one module per notebook topic (language_modeling.py, masked_lm.py, ...); the end of
-this file imports each module's `check_*` functions and its QUIZ.
+this file imports each module's `check_*` functions and its QUIZ. Most checks are written as data: a
+`*_variants` function computes the right answer and what each usual slip returns, a `*_HINTS` table maps each
+slip to its hint, and first_matching_hint (below) finds the slip that explains a wrong answer.
 """
 
+import operator
 from dataclasses import dataclass, field
 
 from ..tokenizer import SPECIAL_TOKENS
@@ -55,6 +58,25 @@ def run_check(exercise, judge, *args):
     except Exception as e:  # the student's code failed: say how, do not crash the notebook
         return Result(exercise, "wrong", f"your code raised {type(e).__name__}: {e}")
     return Result(exercise, "passed") if hint is None else Result(exercise, "wrong", hint)
+
+
+def first_matching_hint(got, variants, hints, same=operator.eq):
+    """The hint of the first slip whose output is `got`, or None when no slip explains it.
+
+    variants: slip name -> what that slip returns ("right" first, then the slips), as each module's
+    `*_variants` function computes them; hints: slip name -> hint, tried in the table's order. same(got, output)
+    says whether two answers agree (torch.allclose for tensors, a tolerance for floats, == by default). A slip
+    missing from `variants` (one that this case cannot show) is skipped."""
+    for name, hint in hints.items():
+        if name in variants and same(got, variants[name]):
+            return hint
+    return None
+
+
+def same_number(got, value):
+    """Does a numeric answer agree with a value, to 1e-4 (relative above 1)? float32 arithmetic leaves a little
+    error: 100 * 0.6 is not exactly 60."""
+    return abs(got - value) < 1e-4 * max(1.0, abs(value))
 
 
 @dataclass
@@ -127,7 +149,7 @@ def quiz_of(notebook):
     return QUIZZES[notebook]
 
 
-# ---- the exercises of each notebook (these modules import Question and run_check from above) ----
+# ---- the exercises of each notebook (they import Question, run_check and first_matching_hint from above) ----
 from . import (architecture, attention, decoders, fine_tuning, language_modeling, masked_lm,  # noqa: E402
                objectives, pretraining, sentence_pairs, tokenization, welcome)
 from .architecture import check_causal_attention, check_embedding_parameters, check_layer_parameters  # noqa: E402

@@ -5,14 +5,16 @@ import math
 import torch
 
 from ..config import BertConfig
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check
 
 EX = "02"
 
 
 # ---- 02.1 a causal attention head by hand ----
 def attention_variants(q, k, v, key_mask):
-    """The right answer first, then the usual slips, name -> output."""
+    """The right answer first, then the usual slips, name -> output: the future or the padding left visible, the
+    triangle the wrong way round (triu) or without its diagonal, no scaling or scaling by d, the softmax over the
+    queries, and the mask multiplied into the scores instead of -inf."""
     T, d = q.shape
     past = torch.ones(T, T, dtype=torch.bool).tril()  # query i may look at keys 0..i
     real = key_mask.bool()[None, :]  # (1, T): padding keys are never looked at
@@ -75,9 +77,10 @@ def check_causal_attention(causal_attention):
                 return f"the output has one row per query and d columns: shape {tuple(v.shape)}, not {tuple(got.shape)}"
             if torch.allclose(got, variants["right"], atol=1e-5):
                 continue
-            for name, hint in ATTENTION_HINTS.items():
-                if torch.allclose(got, variants[name], atol=1e-5, equal_nan=True):
-                    return hint
+            hint = first_matching_hint(got, variants, ATTENTION_HINTS,
+                                       same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True))
+            if hint:
+                return hint
             if torch.isnan(got).any():
                 return "NaN in the output: some query has no key it may look at (every score -inf)"
             return ("compare step by step: scores = q @ k.T / sqrt(d); hide keys j > i and padding keys with "
@@ -88,6 +91,8 @@ def check_causal_attention(causal_attention):
 
 # ---- 02.2 and 02.3 parameter counts ----
 def embedding_parameter_variants(c):
+    """The parameters of BertEmbeddings first, then the usual slips: a table forgotten (positions, segments, all
+    but the words), the LayerNorm forgotten, or counted with its weight only."""
     V, P, S, H = c.vocab_size, c.max_position_embeddings, c.type_vocab_size, c.hidden_size
     return {
         "right": V * H + P * H + S * H + 2 * H,
@@ -123,9 +128,10 @@ def judge_counts(fn, variants, hints, what):
     expected = [variants(config) for config in CONFIGS]
     if all(got == e["right"] for got, e in zip(answers, expected)):
         return None
-    for name, hint in hints.items():
-        if all(got == e[name] for got, e in zip(answers, expected)):
-            return hint
+    on_every_config = {name: [e[name] for e in expected] for name in expected[0]}  # name -> its counts, one a config
+    hint = first_matching_hint(answers, on_every_config, hints)
+    if hint:
+        return hint
     config, got, e = next((c, g, e) for c, g, e in zip(CONFIGS, answers, expected) if g != e["right"])
     return (f"for a config with hidden_size={config.hidden_size}, vocab_size={config.vocab_size} the {what} "
             f"have {e['right']:,} parameters; you have {got:,}")
@@ -139,6 +145,9 @@ def check_embedding_parameters(embedding_parameters):
 
 
 def layer_parameter_variants(c):
+    """The parameters of one BertLayer first, then the usual slips: the biases, the attention's output projection,
+    a LayerNorm, both LayerNorms or half the feed-forward block forgotten, and the query/key/value matrices
+    counted once per head."""
     H, I = c.hidden_size, c.intermediate_size
     attention = 4 * (H * H + H)  # query, key, value and the output projection, with biases
     feed_forward = (H * I + I) + (I * H + H)

@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check
 
 EX = "07"
 
@@ -23,14 +23,31 @@ def _weights(q, k, causal):
     return scores.softmax(-1)
 
 
+def entropy_variants(w):
+    """The entropy (nats) of each row of the weights w first, then the usual slips, name -> (heads, T): the sign
+    forgotten, log2 instead of the natural log, and the sum over the queries (axis -2) instead of the keys."""
+    plogp = torch.special.xlogy(w, w)  # p log p, and 0 where p is 0
+    right = -plogp.sum(-1)
+    return {"right": right, "negated": -right, "bits": right / math.log(2), "over queries": -plogp.sum(-2)}
+
+
+ENTROPY_HINTS = {
+    "negated": "entropy is MINUS the sum of p log p: it is never negative",
+    "bits": "use the natural log (nats), as the notebook does; log2 gives bits",
+    "over queries": "wrong axis: a row (one query, the last axis) is a probability distribution over the keys; sum "
+                    "over the last axis",
+}
+
+
 def check_attention_entropy(attention_entropy):
     """attention_entropy(weights) -> the entropy (nats) of every query row; weights (heads, T, T) -> (heads, T)."""
     def judge():
         q, k = _qk()
         for causal in (False, True):
             w = _weights(q, k, causal)
+            variants = entropy_variants(w)
             got = attention_entropy(w.clone())
-            expected = -(torch.special.xlogy(w, w)).sum(-1)
+            expected = variants["right"]
             if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
                 return (f"return one entropy per head and query, shape (heads, T) = {tuple(expected.shape)}: sum "
                         "over the keys only")
@@ -39,15 +56,9 @@ def check_attention_entropy(attention_entropy):
                         "point; it should count as 0 (torch.special.xlogy(p, p), or log(p.clamp_min(1e-12)))")
             if torch.allclose(got, expected, atol=1e-4):
                 continue
-            if torch.allclose(got, -expected, atol=1e-4):
-                return "entropy is MINUS the sum of p log p: it is never negative"
-            if torch.allclose(got, expected / math.log(2), atol=1e-4):
-                return "use the natural log (nats), as the notebook does; log2 gives bits"
-            over_queries = -(torch.special.xlogy(w, w)).sum(-2)
-            if torch.allclose(got, over_queries, atol=1e-4):
-                return ("wrong axis: a row (one query, the last axis) is a probability distribution over the keys; "
-                        "sum over the last axis")
-            return "for each row compute -sum(p * log p) over the keys (the last axis)"
+            return (first_matching_hint(got, variants, ENTROPY_HINTS,
+                                        same=lambda a, b: torch.allclose(a, b, atol=1e-4))
+                    or "for each row compute -sum(p * log p) over the keys (the last axis)")
         return None
     return run_check(f"{EX}.1 attention entropy", judge)
 
@@ -65,6 +76,54 @@ def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=N
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
     hide = mask[:, None, None, :] == 0 if masked is None else masked  # (B, 1, 1, T): padding keys
     return scores.masked_fill(hide, fill).softmax(dim)
+
+
+def masked_attention_variants(q, k, mask):
+    """The right weights first, then the usual slips, name -> weights: the mask forgotten, no scaling or scaling by
+    d, the mask put on the queries (or on the queries and the keys) instead of the keys, the softmax over the
+    queries, the mask inverted, and, only when B == T, a (B, T) mask broadcast against (T, T) scores without an
+    error (mask row i used for query i). A slip comes as a pair of weights, hiding with -inf and with -1e9, the two
+    usual fills: they differ where a row has no key left."""
+    keys, queries = mask[:, None, None, :] == 0, mask[:, None, :, None] == 0  # (B, 1, 1, T), (B, 1, T, 1)
+    slips = {
+        "no mask": dict(masked=torch.zeros_like(keys)),
+        "not scaled": dict(scale=1.0),
+        "scaled by d": dict(scale=float(q.shape[-1])),
+        "mask on the queries": dict(masked=queries),
+        "mask on queries and keys": dict(masked=queries | keys),
+        "softmax over queries": dict(dim=-2),
+        "mask inverted": dict(masked=~keys),
+    }
+    B, T = mask.shape
+    if B == T:
+        slips["mask broadcast wrongly"] = dict(masked=mask[None, None] == 0)
+    return {"right": _masked_weights(q, k, mask),
+            **{name: (_masked_weights(q, k, mask, float("-inf"), **slip), _masked_weights(q, k, mask, -1e9, **slip))
+               for name, slip in slips.items()}}
+
+
+MASKED_ATTENTION_HINTS = {
+    "no mask": "padding keys still get attention: hide the keys where attention_mask == 0 (-inf on their scores) "
+               "before the softmax",
+    "not scaled": "scale the scores by 1 / sqrt(d), d the head size (the last axis of q): without it the softmax is "
+                  "too sharp",
+    "scaled by d": "scale by sqrt(d), not by d",
+    "mask on the queries": "the mask goes on the KEYS (the last axis of the scores), not on the queries: view it as "
+                           "(B, 1, 1, T). A padding query still attends to the real keys; no query may attend to a "
+                           "padding key",
+    "mask on queries and keys": "mask only the KEYS: masking the padding queries too leaves their rows with nothing "
+                                "to attend to. View the mask as (B, 1, 1, T)",
+    "softmax over queries": "softmax over the keys, the last axis (dim=-1): each query's row must sum to 1",
+    "mask inverted": "the mask is inverted: 1 means a real token, 0 padding. Hide the keys where attention_mask == 0",
+    "mask broadcast wrongly": "the mask is broadcast wrongly: a (B, T) mask against (B, heads, T, T) scores lines up "
+                              "with (queries, keys), not with (batch, keys). View it as (B, 1, 1, T), "
+                              "attention_mask[:, None, None, :]",
+}
+
+
+def close_to_either(weights, pair):
+    """Are the weights those of a slip with either fill (-inf or -1e9)?"""
+    return any(torch.allclose(weights, w, atol=1e-5, equal_nan=True) for w in pair)
 
 
 def check_masked_attention(masked_attention):
@@ -90,37 +149,17 @@ def check_masked_attention(masked_attention):
             if tuple(out.shape) != (B, 2, T, d) or tuple(weights.shape) != (B, 2, T, T):
                 return (f"shapes: output (B, heads, T, d) = {(B, 2, T, d)} and weights (B, heads, T, T) = "
                         f"{(B, 2, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
-            expected = _masked_weights(q, k, mask)
+            variants = masked_attention_variants(q, k, mask)
             fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
-            if torch.allclose(weights, expected, atol=1e-5):
+            if torch.allclose(weights, variants["right"], atol=1e-5):
                 if torch.allclose(out, fused, atol=1e-5):
                     continue
                 return "the weights are right; the output is the weighted average of the values: weights @ v"
-            keys, queries = mask[:, None, None, :] == 0, mask[:, None, :, None] == 0  # (B, 1, 1, T), (B, 1, T, 1)
+            hint = first_matching_hint(weights, variants, MASKED_ATTENTION_HINTS, same=close_to_either)
+            if hint:
+                return hint
+            keys = mask[:, None, None, :] == 0  # (B, 1, 1, T): the padding keys
             scores = q @ k.transpose(-2, -1) / math.sqrt(d)
-            mistakes = {
-                "padding keys still get attention: hide the keys where attention_mask == 0 (-inf on their scores) "
-                "before the softmax": dict(masked=torch.zeros_like(keys)),
-                "scale the scores by 1 / sqrt(d), d the head size (the last axis of q): without it the softmax is "
-                "too sharp": dict(scale=1.0),
-                "scale by sqrt(d), not by d": dict(scale=float(d)),
-                "the mask goes on the KEYS (the last axis of the scores), not on the queries: view it as (B, 1, 1, "
-                "T). A padding query still attends to the real keys; no query may attend to a padding key":
-                    dict(masked=queries),
-                "mask only the KEYS: masking the padding queries too leaves their rows with nothing to attend to. "
-                "View the mask as (B, 1, 1, T)": dict(masked=queries | keys),
-                "softmax over the keys, the last axis (dim=-1): each query's row must sum to 1": dict(dim=-2),
-                "the mask is inverted: 1 means a real token, 0 padding. Hide the keys where attention_mask == 0":
-                    dict(masked=~keys),
-            }
-            if B == T:  # (B, T) broadcast against (T, T) without an error: mask row i used for query i
-                mistakes[("the mask is broadcast wrongly: a (B, T) mask against (B, heads, T, T) scores lines up "
-                          "with (queries, keys), not with (batch, keys). View it as (B, 1, 1, T), "
-                          "attention_mask[:, None, None, :]")] = dict(masked=mask[None, None] == 0)
-            for hint, wrong in mistakes.items():
-                for fill in (float("-inf"), -1e9):
-                    if torch.allclose(weights, _masked_weights(q, k, mask, fill, **wrong), atol=1e-5, equal_nan=True):
-                        return hint
             if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
                 return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of "
                         "the padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' "
@@ -147,6 +186,28 @@ def _padded_batch():
     return scores.softmax(-1), mask
 
 
+def attention_to_variants(w, key_is, mask):
+    """The average weight the real queries put on the chosen keys first, then the usual slips, name -> number: the
+    padding queries averaged in, the chosen keys' weights averaged instead of summed, and the chosen positions read
+    on the queries' axis instead of the keys'."""
+    real = mask.bool()
+    per_query = (w * key_is[:, None, :]).sum(-1)  # (B, T): each query's weight on the chosen keys
+    return {
+        "right": per_query[real].mean().item(),
+        "padding queries": per_query.mean().item(),
+        "keys averaged": (per_query / key_is.sum(-1, keepdim=True))[real].mean().item(),
+        "wrong axis": (w * key_is[:, :, None]).sum(-2)[real].mean().item(),
+    }
+
+
+ATTENTION_TO_HINTS = {
+    "padding queries": "the padding queries are averaged in: keep the rows where attention_mask is 1 (a [PAD] query's "
+                       "row is not a real token's attention)",
+    "keys averaged": "sum the weights of the chosen keys (their total share), do not average them",
+    "wrong axis": "keys are the LAST axis of the weights (columns); queries are the rows",
+}
+
+
 def check_attention_to(attention_to):
     """attention_to(weights, key_is, attention_mask) -> the average weight a real query puts on the chosen keys."""
     def judge():
@@ -156,20 +217,12 @@ def check_attention_to(attention_to):
         got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
         if not isinstance(got, float):
             return "return one number: the average over the real queries of the weight on the chosen keys"
-        per_query = (w * key_is[:, None, :]).sum(-1)  # (B, T): each query's weight on the chosen keys
-        expected = per_query[mask.bool()].mean().item()
-        if abs(got - expected) < 1e-5:
+        variants = attention_to_variants(w, key_is, mask)
+        if abs(got - variants["right"]) < 1e-5:
             return None
-        if abs(got - per_query.mean().item()) < 1e-5:
-            return ("the padding queries are averaged in: keep the rows where attention_mask is 1 (a [PAD] query's "
-                    "row is not a real token's attention)")
-        mean_keys = ((w * key_is[:, None, :]).sum(-1) / key_is.sum(-1, keepdim=True))[mask.bool()].mean().item()
-        if abs(got - mean_keys) < 1e-5:
-            return "sum the weights of the chosen keys (their total share), do not average them"
-        wrong_axis = (w * key_is[:, :, None]).sum(-2)[mask.bool()].mean().item()
-        if abs(got - wrong_axis) < 1e-5:
-            return "keys are the LAST axis of the weights (columns); queries are the rows"
-        return f"expected {expected:.4f}: for each real query, sum its weights on the chosen keys; then average"
+        return (first_matching_hint(got, variants, ATTENTION_TO_HINTS, same=lambda a, b: abs(a - b) < 1e-5)
+                or f"expected {variants['right']:.4f}: for each real query, sum its weights on the chosen keys; then "
+                   "average")
     return run_check(f"{EX}.3 attention to a kind of token", judge)
 
 

@@ -3,7 +3,7 @@
 import torch
 
 from ..labels import shift_labels
-from . import CLS, PAD, SEP, Question, run_check
+from . import CLS, PAD, SEP, Question, first_matching_hint, run_check
 
 EX = "09"
 
@@ -52,13 +52,37 @@ def _decoder():
     return model, encoder_states
 
 
+def greedy_variants(model, prompt, n, states):
+    """The prompt and its n greedy tokens first, then the usual slips, name -> ids: each step reading the logits of
+    the FIRST position instead of the last, and the encoder's states not passed to the decoder."""
+    with torch.no_grad():
+        ids = prompt
+        for _ in range(n):  # the greedy loop, reading the FIRST position's logits
+            nxt = model(ids, encoder_hidden_states=states).logits[:, 0].argmax(-1)
+            ids = torch.cat([ids, nxt[:, None]], 1)
+        return {
+            "right": model.generate(prompt, max_new_tokens=n, encoder_hidden_states=states, use_cache=False),
+            "first position": ids,
+            "no encoder states": model.generate(prompt, max_new_tokens=n, use_cache=False),
+        }
+
+
+GREEDY_HINTS = {
+    "first position": "read the logits of the LAST position (logits[:, -1]): it is the one that predicts the next "
+                      "token",
+    "no encoder states": "pass encoder_hidden_states to the model at every step: without them the decoder ignores the "
+                         "source",
+}
+
+
 def check_greedy_decode(greedy_decode):
     """greedy_decode(model, input_ids, max_new_tokens, encoder_hidden_states) -> input_ids and the new tokens."""
     def judge():
         model, states = _decoder()
         prompt = torch.tensor([[CLS, 7], [CLS, 11]])
         n = 6
-        expected = model.generate(prompt, max_new_tokens=n, encoder_hidden_states=states, use_cache=False)
+        variants = greedy_variants(model, prompt, n, states)
+        expected = variants["right"]
         got = greedy_decode(model, prompt.clone(), n, states)
         if not isinstance(got, torch.Tensor):
             return "return a tensor of token ids"
@@ -70,18 +94,8 @@ def check_greedy_decode(greedy_decode):
             return None
         if not torch.equal(got[:, :2], prompt):
             return "the output must start with the prompt unchanged"
-        with torch.no_grad():  # the same loop reading the FIRST position's logits
-            ids = prompt
-            for _ in range(n):
-                nxt = model(ids, encoder_hidden_states=states).logits[:, 0].argmax(-1)
-                ids = torch.cat([ids, nxt[:, None]], 1)
-        if torch.equal(got, ids):
-            return "read the logits of the LAST position (logits[:, -1]): it is the one that predicts the next token"
-        with torch.no_grad():
-            bare = model.generate(prompt, max_new_tokens=n, use_cache=False)
-        if torch.equal(got, bare):
-            return "pass encoder_hidden_states to the model at every step: without them the decoder ignores the source"
-        return "at each step: logits of the last position, argmax, append, repeat"
+        return (first_matching_hint(got, variants, GREEDY_HINTS, same=torch.equal)
+                or "at each step: logits of the last position, argmax, append, repeat")
     return run_check(f"{EX}.2 greedy decoding", judge)
 
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ..labels import shift_labels
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check, same_number
 
 EX = "03"
 
@@ -38,22 +38,34 @@ def check_make_causal_labels(make_causal_labels):
     return run_check(f"{EX}.1 labels for a causal LM", judge)
 
 
+def next_token_variants(labels):
+    """What each position is trained on after the model's shift (labels[:, t + 1], -100 at the end) first, then
+    the usual slips, name -> targets: the labels not shifted, and shifted with torch.roll, which wraps the first
+    label around to the end."""
+    return {"right": shift_labels(labels), "not shifted": labels, "rolled": labels.roll(-1, dims=1)}
+
+
+NEXT_TOKEN_HINTS = {
+    "not shifted": "not shifted: position t must be scored against the token at t+1",
+    "rolled": "torch.roll wraps around: the last position would predict the first token. Use -100 there",
+}
+
+
 def check_next_token_targets(next_token_targets):
     """next_token_targets(labels) -> what each position is trained on after the model's shift."""
     def judge():
         ids, mask = _batch()
         labels = ids.masked_fill(mask == 0, -100)
         got = next_token_targets(labels.clone())
-        expected = shift_labels(labels)
+        variants = next_token_variants(labels)
         if not isinstance(got, torch.Tensor) or got.shape != labels.shape:
             return f"return a tensor shaped like labels {tuple(labels.shape)}, with -100 where nothing follows"
-        if torch.equal(got, expected):
+        if torch.equal(got, variants["right"]):
             return None
-        if torch.equal(got, labels):
-            return "not shifted: position t must be scored against the token at t+1"
-        if torch.equal(got, labels.roll(-1, dims=1)):
-            return "torch.roll wraps around: the last position would predict the first token. Use -100 there"
-        if torch.equal(got[:, 1:], labels[:, :-1]):
+        hint = first_matching_hint(got, variants, NEXT_TOKEN_HINTS, same=torch.equal)
+        if hint:
+            return hint
+        if torch.equal(got[:, 1:], labels[:, :-1]):  # whatever the first position holds
             return "shifted the wrong way: position t predicts t+1 (the future), not t-1"
         return "targets[:, t] should be labels[:, t + 1], and the last position -100"
     return run_check(f"{EX}.2 the shift inside the model", judge)
@@ -101,8 +113,11 @@ def _summed_loss(logits, targets):
         int((targets != -100).sum())
 
 
-def _loss_mistakes(logits, ids, mask):
-    """(hint, what the mistake returns) for the common mistakes, on one case."""
+def loss_variants(logits, ids, mask):
+    """The mean causal-LM loss first (logits[:, :-1] scored on input_ids[:, 1:], padding skipped), then the usual
+    slips, name -> the number each returns: not shifted, shifted twice, shifted the wrong way, padding scored as a
+    target, the sum instead of the mean, the mean over every position (B (T - 1) or B T) instead of the real
+    targets, the mean of each sequence's mean, and logits or labels flattened time-first."""
     B, T, V = logits.shape
     labels = ids.masked_fill(mask == 0, -100)
 
@@ -112,28 +127,43 @@ def _loss_mistakes(logits, ids, mask):
 
     total, _ = _summed_loss(logits[:, :-1], labels[:, 1:])
     rows = [_summed_loss(logits[b, :-1], labels[b, 1:]) for b in range(B)]
-    padded_mean = ("you averaged over every position, padding included: divide by the number of real targets "
-                   "only (cross_entropy with ignore_index=-100 does that)")
-    crossed = ("logits and targets were flattened in different orders (one batch-first, one time-first), so "
-               "each logit is scored against another position's token: reshape both from (B, T - 1, ...)")
-    return [
-        ("not shifted: position t is scored on its own token, which it can read. Score logits[:, t] against "
-         "input_ids[:, t + 1]", mean(logits, labels)),
-        ("shifted twice: position t is scored on token t + 2. Shift once: logits[:, :-1] against "
-         "input_ids[:, 1:]", mean(logits[:, :-2], labels[:, 2:])),
-        ("shifted the wrong way: position t is scored on token t - 1, which it has already read. Use "
-         "logits[:, :-1] against input_ids[:, 1:]", mean(logits[:, 1:], labels[:, :-1])),
-        ("padding is scored too: make the targets -100 where attention_mask is 0 (cross_entropy skips "
-         "ignore_index=-100), so that [PAD] is never a target", mean(logits[:, :-1], ids[:, 1:])),
-        ("that is the sum of the per-token losses; return their mean, so that the loss does not grow with the "
-         "batch", total),
-        (padded_mean, total / (B * (T - 1))),
-        (padded_mean, total / (B * T)),
-        ("you averaged each sequence first, then the sequences: a short sequence then weighs as much as a long "
-         "one. Average over all the real targets of the batch at once", sum(s / n for s, n in rows) / B),
-        (crossed, mean(logits[:, :-1].transpose(0, 1), labels[:, 1:])),
-        (crossed, mean(logits[:, :-1], labels[:, 1:].transpose(0, 1))),
-    ]
+    return {
+        "right": mean(logits[:, :-1], labels[:, 1:]),
+        "not shifted": mean(logits, labels),
+        "shifted twice": mean(logits[:, :-2], labels[:, 2:]),
+        "shifted the wrong way": mean(logits[:, 1:], labels[:, :-1]),
+        "padding scored": mean(logits[:, :-1], ids[:, 1:]),
+        "summed": total,
+        "mean over B (T - 1)": total / (B * (T - 1)),
+        "mean over B T": total / (B * T),
+        "mean of sequence means": sum(s / n for s, n in rows) / B,
+        "logits time-first": mean(logits[:, :-1].transpose(0, 1), labels[:, 1:]),
+        "labels time-first": mean(logits[:, :-1], labels[:, 1:].transpose(0, 1)),
+    }
+
+
+PADDED_MEAN = ("you averaged over every position, padding included: divide by the number of real targets only "
+               "(cross_entropy with ignore_index=-100 does that)")
+CROSSED = ("logits and targets were flattened in different orders (one batch-first, one time-first), so each logit "
+           "is scored against another position's token: reshape both from (B, T - 1, ...)")
+LOSS_HINTS = {
+    "not shifted": "not shifted: position t is scored on its own token, which it can read. Score logits[:, t] against "
+                   "input_ids[:, t + 1]",
+    "shifted twice": "shifted twice: position t is scored on token t + 2. Shift once: logits[:, :-1] against "
+                     "input_ids[:, 1:]",
+    "shifted the wrong way": "shifted the wrong way: position t is scored on token t - 1, which it has already read. "
+                             "Use logits[:, :-1] against input_ids[:, 1:]",
+    "padding scored": "padding is scored too: make the targets -100 where attention_mask is 0 (cross_entropy skips "
+                      "ignore_index=-100), so that [PAD] is never a target",
+    "summed": "that is the sum of the per-token losses; return their mean, so that the loss does not grow with the "
+              "batch",
+    "mean over B (T - 1)": PADDED_MEAN,
+    "mean over B T": PADDED_MEAN,
+    "mean of sequence means": "you averaged each sequence first, then the sequences: a short sequence then weighs as "
+                              "much as a long one. Average over all the real targets of the batch at once",
+    "logits time-first": CROSSED,
+    "labels time-first": CROSSED,
+}
 
 
 def check_causal_lm_loss(causal_lm_loss):
@@ -148,16 +178,14 @@ def check_causal_lm_loss(causal_lm_loss):
             if not isinstance(got, (numbers.Real, torch.Tensor)):
                 return f"return a number (a float or a 0-dim tensor), not {type(got).__name__}"
             got = float(got.detach() if isinstance(got, torch.Tensor) else got)
-            s, n = _summed_loss(logits[:, :-1], ids.masked_fill(mask == 0, -100)[:, 1:])
-            right = s / n
-            if abs(got - right) < 1e-4 * max(1.0, abs(right)):
+            variants = loss_variants(logits, ids, mask)
+            right = variants["right"]
+            if same_number(got, right):
                 continue
-            for hint, value in _loss_mistakes(logits, ids, mask):
-                if abs(got - value) < 1e-4 * max(1.0, abs(value)):
-                    return hint
-            return (f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is {right:.4f}, "
-                    f"you return {got:.4f}: score logits[:, :-1] against input_ids[:, 1:], with -100 where "
-                    "attention_mask[:, 1:] is 0, and average over the real targets")
+            return (first_matching_hint(got, variants, LOSS_HINTS, same=same_number)
+                    or f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is {right:.4f}, "
+                       f"you return {got:.4f}: score logits[:, :-1] against input_ids[:, 1:], with -100 where "
+                       "attention_mask[:, 1:] is 0, and average over the real targets")
         return None
     return run_check(f"{EX}.6 the causal-LM loss, with the shift", judge)
 

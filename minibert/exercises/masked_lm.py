@@ -2,7 +2,7 @@
 
 import torch
 
-from . import CLS, MASK, PAD, SEP, Question, run_check
+from . import CLS, MASK, PAD, SEP, Question, first_matching_hint, run_check, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000
@@ -197,6 +197,29 @@ def accuracy_case():
     return logits, labels
 
 
+def accuracy_variants(logits, labels):
+    """The share of labelled positions predicted right first, then the usual slips, name -> number: the -100
+    positions counted in the average, the number of right guesses, a percentage, and the share of wrong guesses."""
+    labelled = int((labels != -100).sum())
+    hits = int((logits.argmax(-1) == labels).sum())  # a -100 label is never predicted
+    return {
+        "right": hits / labelled,
+        "-100 counted": hits / labels.numel(),
+        "count": hits,
+        "percentage": 100 * hits / labelled,
+        "wrong share": 1 - hits / labelled,
+    }
+
+
+ACCURACY_HINTS = {
+    "-100 counted": "the -100 positions were counted: average only where labels != -100, the positions the model "
+                    "was asked about",
+    "count": "that is the number of right guesses; divide by the number of labelled positions",
+    "percentage": "return a fraction between 0 and 1 (0.6), not a percentage",
+    "wrong share": "that is the share of WRONG guesses",
+}
+
+
 def check_mlm_accuracy(mlm_accuracy):
     """mlm_accuracy(logits, labels) -> the share of labelled positions (labels != -100) predicted right."""
     def judge():
@@ -206,21 +229,11 @@ def check_mlm_accuracy(mlm_accuracy):
             got = float(got)
         except (TypeError, ValueError):
             return f"return a number (a float or a 0-dim tensor), not {type(got).__name__}"
-        def close(value):  # float32 arithmetic: 100 * 0.6 is not exactly 60
-            return abs(got - value) < 1e-4 * max(1.0, abs(value))
-
-        if close(0.6):
+        variants = accuracy_variants(logits, labels)
+        if same_number(got, variants["right"]):
             return None
-        if close(6 / labels.numel()):
-            return ("the -100 positions were counted: average only where labels != -100, the positions the model "
-                    "was asked about")
-        if close(6):
-            return "that is the number of right guesses; divide by the number of labelled positions"
-        if close(60):
-            return "return a fraction between 0 and 1 (0.6), not a percentage"
-        if close(0.4):
-            return "that is the share of WRONG guesses"
-        return "take logits.argmax(-1), compare with labels where labels != -100, and average"
+        return (first_matching_hint(got, variants, ACCURACY_HINTS, same=same_number)
+                or "take logits.argmax(-1), compare with labels where labels != -100, and average")
     return run_check(f"{EX}.2 masked-LM accuracy", judge)
 
 

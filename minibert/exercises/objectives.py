@@ -1,11 +1,34 @@
 """Exercises and quiz of notebook 08, comparing pretraining objectives: sentence vectors and honest baselines."""
 
+from collections import Counter
+
 import torch
 
 from ..probe import mean_pool as reference_mean_pool
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check
 
 EX = "08"
+
+
+def mean_pool_variants(hidden, mask):
+    """The mean of each row's real token vectors first, then the usual slips, name -> (B, C): the mean over every
+    position, padding included; the sum of the real tokens divided by the padded length; the [CLS] vector."""
+    m = mask[..., None].float()
+    return {
+        "right": reference_mean_pool(hidden, mask),
+        "padding included": hidden.mean(1),
+        "padded length": (hidden * m).sum(1) / hidden.shape[1],
+        "[CLS]": hidden[:, 0],
+    }
+
+
+MEAN_POOL_HINTS = {
+    "padding included": "padding is included: a mean over every position counts the [PAD] vectors; weight the "
+                        "tokens by attention_mask and divide by the number of real tokens",
+    "padded length": "divide by the number of REAL tokens of each row (attention_mask.sum(1)), not by the padded "
+                     "length",
+    "[CLS]": "that is the [CLS] vector; the exercise asks for the mean of all real tokens",
+}
 
 
 def check_mean_pool(mean_pool):
@@ -16,45 +39,63 @@ def check_mean_pool(mean_pool):
         mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
         hidden[mask == 0] = 10.0  # what padding vectors look like matters: they must not count
         got = mean_pool(hidden.clone(), mask.clone())
-        m = mask[..., None].float()
-        expected = reference_mean_pool(hidden, mask)
+        variants = mean_pool_variants(hidden, mask)
         if not isinstance(got, torch.Tensor) or tuple(got.shape) != (3, 4):
             return "return one vector per sequence, shape (batch, hidden) = (3, 4): average over the tokens (axis 1)"
-        if torch.allclose(got, expected, atol=1e-5):
+        close = lambda a, b: torch.allclose(a, b, atol=1e-5)  # noqa: E731
+        if close(got, variants["right"]):
             return None
-        if torch.allclose(got, hidden.mean(1), atol=1e-5):
-            return ("padding is included: a mean over every position counts the [PAD] vectors; weight the tokens "
-                    "by attention_mask and divide by the number of real tokens")
-        if torch.allclose(got, (hidden * m).sum(1) / hidden.shape[1], atol=1e-5):
-            return "divide by the number of REAL tokens of each row (attention_mask.sum(1)), not by the padded length"
-        if torch.allclose(got, hidden[:, 0], atol=1e-5):
-            return "that is the [CLS] vector; the exercise asks for the mean of all real tokens"
-        return "multiply by attention_mask[..., None], sum over the tokens, divide by attention_mask.sum(1)"
+        return (first_matching_hint(got, variants, MEAN_POOL_HINTS, same=close)
+                or "multiply by attention_mask[..., None], sum over the tokens, divide by attention_mask.sum(1)")
     return run_check(f"{EX}.1 mean pooling without padding", judge)
+
+
+def majority_variants(train, test):
+    """The test accuracy of always answering the commonest TRAIN label first, then the usual slips, name -> what
+    each returns: the commonest label picked on the TEST labels, its share of the training labels, and the label
+    itself instead of an accuracy."""
+    def share(labels, label):
+        return sum(y == label for y in labels) / len(labels)
+    top, test_top = Counter(train).most_common(1)[0][0], Counter(test).most_common(1)[0][0]
+    return {
+        "right": share(test, top),
+        "majority of the test labels": share(test, test_top),
+        "share of the training labels": share(train, top),
+        "the label itself": top,
+    }
+
+
+MAJORITY_HINTS = {
+    "majority of the test labels": "you chose the majority class on the TEST labels: that peeks at the answers. Pick "
+                                   "it on the training labels, then score it on the test labels",
+    "share of the training labels": "that is the majority's share of the training labels; score the majority answer "
+                                    "on the test labels",
+    "the label itself": "that is the class itself; return how often answering it is right on the test labels",
+}
+
+
+def same_answer(got, value):
+    """An accuracy agrees to 1e-9; a label must be equal."""
+    return abs(got - value) < 1e-9 if isinstance(value, float) else got == value
 
 
 def check_majority_baseline(majority_baseline):
     """majority_baseline(train_labels, test_labels) -> test accuracy of always answering the commonest TRAIN label."""
     def judge():
         train, test = [0, 0, 0, 1, 1, 2], [1, 1, 1, 0, 2]  # train's majority (0) is rare in test
+        variants = majority_variants(train, test)
         got = majority_baseline(list(train), list(test))
         if isinstance(got, torch.Tensor):
             got = got.item()
         if not isinstance(got, (int, float)):
             return "return the accuracy, a number between 0 and 1"
-        if abs(got - 0.2) < 1e-9:
+        if same_answer(got, variants["right"]):
             more = majority_baseline([2, 2, 1], [2, 1, 1, 1])
             if isinstance(more, torch.Tensor):
                 more = more.item()
             return None if abs(more - 0.25) < 1e-9 else "this must hold for any labels, not just 0 and 1"
-        if abs(got - 0.6) < 1e-9:
-            return ("you chose the majority class on the TEST labels: that peeks at the answers. Pick it on the "
-                    "training labels, then score it on the test labels")
-        if abs(got - 0.5) < 1e-9:
-            return "that is the majority's share of the training labels; score the majority answer on the test labels"
-        if got == 0:
-            return "that is the class itself; return how often answering it is right on the test labels"
-        return "find the most common training label, then the share of test labels equal to it"
+        return (first_matching_hint(got, variants, MAJORITY_HINTS, same=same_answer)
+                or "find the most common training label, then the share of test labels equal to it")
     return run_check(f"{EX}.2 the majority-class baseline", judge)
 
 

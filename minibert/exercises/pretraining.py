@@ -5,7 +5,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from . import CLS, MASK, SEP, Question, run_check
+from . import CLS, MASK, SEP, Question, first_matching_hint, run_check
 
 EX = "06"
 
@@ -21,6 +21,41 @@ def _pretraining_batch():
     return mlm_logits, nsp_logits, labels, nsp_labels
 
 
+def pretraining_loss_variants(mlm_logits, nsp_logits, labels, nsp_labels):
+    """The masked-LM loss plus the next-sentence loss first, then the usual slips, name -> loss: one of the two
+    alone, their average, the NSP labels swapped, -100 not ignored (the unlabelled positions scored on token 0),
+    with or without the NSP loss, and the masked-LM loss summed instead of averaged."""
+    V = mlm_logits.shape[-1]
+    mlm = F.cross_entropy(mlm_logits.view(-1, V), labels.view(-1), ignore_index=-100).item()
+    nsp = F.cross_entropy(nsp_logits, nsp_labels).item()
+    pad_targets = F.cross_entropy(mlm_logits.view(-1, V), labels.clamp(min=0).view(-1)).item()
+    return {
+        "right": mlm + nsp,
+        "masked LM only": mlm,
+        "NSP only": nsp,
+        "averaged": (mlm + nsp) / 2,
+        "NSP labels swapped": mlm + F.cross_entropy(nsp_logits, 1 - nsp_labels).item(),
+        "-100 not ignored": pad_targets + nsp,
+        "-100 not ignored, no NSP": pad_targets,
+        "masked LM summed": F.cross_entropy(mlm_logits.view(-1, V), labels.view(-1), reduction="sum").item() + nsp,
+    }
+
+
+NOT_IGNORED = ("-100 is not ignored: positions without a label became targets (token 0). Keep ignore_index=-100 so "
+               "only the chosen positions count")
+PRETRAINING_LOSS_HINTS = {
+    "masked LM only": "that is the masked-LM loss alone: add the next-sentence loss",
+    "NSP only": "that is the next-sentence loss alone: add the masked-LM loss",
+    "averaged": "BERT adds the two losses; you averaged them (half of each)",
+    "NSP labels swapped": "the NSP labels are swapped: label 0 = IsNext is column 0 of seq_relationship_logits; pass "
+                          "next_sentence_label to cross_entropy as it is",
+    "-100 not ignored": NOT_IGNORED,
+    "-100 not ignored, no NSP": NOT_IGNORED,
+    "masked LM summed": "average the masked-LM loss over the labelled positions (the default reduction='mean'), not "
+                        "the sum",
+}
+
+
 def check_pretraining_loss(pretraining_loss):
     """pretraining_loss(prediction_logits, seq_relationship_logits, labels, next_sentence_label) -> total loss."""
     def judge():
@@ -29,30 +64,14 @@ def check_pretraining_loss(pretraining_loss):
         if not isinstance(got, torch.Tensor) or got.numel() != 1:
             return "return the loss as a tensor with one value (a scalar), so that .backward() works"
         got = float(got)
-        V = mlm_logits.shape[-1]
-        mlm = F.cross_entropy(mlm_logits.view(-1, V), labels.view(-1), ignore_index=-100).item()
-        nsp = F.cross_entropy(nsp_logits, nsp_labels).item()
-        close = lambda x: abs(got - x) < 1e-4  # noqa: E731
-        if close(mlm + nsp):
+        variants = pretraining_loss_variants(mlm_logits, nsp_logits, labels, nsp_labels)
+        close = lambda a, b: abs(a - b) < 1e-4  # noqa: E731
+        if close(got, variants["right"]):
             return None
-        if close(mlm):
-            return "that is the masked-LM loss alone: add the next-sentence loss"
-        if close(nsp):
-            return "that is the next-sentence loss alone: add the masked-LM loss"
-        if close((mlm + nsp) / 2):
-            return "BERT adds the two losses; you averaged them (half of each)"
-        swapped = F.cross_entropy(nsp_logits, 1 - nsp_labels).item()
-        if close(mlm + swapped):
-            return ("the NSP labels are swapped: label 0 = IsNext is column 0 of seq_relationship_logits; pass "
-                    "next_sentence_label to cross_entropy as it is")
-        pad_targets = F.cross_entropy(mlm_logits.view(-1, V), labels.clamp(min=0).view(-1)).item()
-        if close(pad_targets + nsp) or close(pad_targets):
-            return ("-100 is not ignored: positions without a label became targets (token 0). Keep "
-                    "ignore_index=-100 so only the chosen positions count")
-        summed = F.cross_entropy(mlm_logits.view(-1, V), labels.view(-1), reduction="sum").item()
-        if close(summed + nsp):
-            return "average the masked-LM loss over the labelled positions (the default reduction='mean'), not the sum"
-        return f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss {nsp:.4f}), got {got:.4f}"
+        mlm, nsp = variants["masked LM only"], variants["NSP only"]
+        return (first_matching_hint(got, variants, PRETRAINING_LOSS_HINTS, same=close)
+                or f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss {nsp:.4f}), got "
+                   f"{got:.4f}")
     return run_check(f"{EX}.1 the pretraining loss", judge)
 
 

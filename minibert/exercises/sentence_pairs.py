@@ -2,7 +2,7 @@
 
 import random
 
-from . import CLS, SEP, Question, run_check
+from . import CLS, SEP, Question, first_matching_hint, run_check
 
 EX = "05"
 
@@ -12,28 +12,55 @@ def _pair(a, b, label):
             "next_sentence_label": label}
 
 
+def pair_ids_variants(first, second):
+    """input_ids of [CLS] first [SEP] second [SEP] first, then the usual slips, name -> ids: the segments in the
+    wrong order, no special tokens at all, and no [SEP] after the second segment."""
+    return {
+        "right": _pair(first, second, 0)["input_ids"],
+        "segments swapped": _pair(second, first, 0)["input_ids"],
+        "no special tokens": [*first, *second],
+        "no final [SEP]": [CLS, *first, SEP, *second],
+    }
+
+
+PAIR_IDS_HINTS = {
+    "segments swapped": "the segments are in the wrong order",
+    "no special tokens": "add the special tokens: [CLS] A [SEP] B [SEP]",
+    "no final [SEP]": "the pair ends with a second [SEP]: [CLS] A [SEP] B [SEP]",
+}
+
+
+def segment_variants(first, second):
+    """token_type_ids of [CLS] first [SEP] second [SEP] first, then the usual slips, name -> ids: the final [SEP]
+    given to segment A (0), and the first [SEP] given to segment B (1)."""
+    return {
+        "right": _pair(first, second, 0)["token_type_ids"],
+        "final [SEP] in A": [0] * (len(first) + 2) + [1] * len(second) + [0],
+        "first [SEP] in B": [0] * (len(first) + 1) + [1] * (len(second) + 2),
+    }
+
+
+SEGMENT_HINTS = {
+    "final [SEP] in A": "the final [SEP] belongs to segment B: its token type is 1",
+    "first [SEP] in B": "the first [SEP] closes segment A: its token type is 0, B's tokens start after it",
+}
+
+
 def _structure_hint(got, first, second):
     """A hint when `got` is not the pair [CLS] first [SEP] second [SEP] with the right segment ids, else None."""
-    expected = _pair(first, second, 0)
     if not isinstance(got, dict) or not {"input_ids", "token_type_ids", "next_sentence_label"} <= set(got):
         return "return a dict with the keys input_ids, token_type_ids and next_sentence_label"
     ids, types = list(got["input_ids"]), list(got["token_type_ids"])
-    if ids != expected["input_ids"]:
-        if ids == _pair(second, first, 0)["input_ids"]:
-            return "the segments are in the wrong order"
-        if ids == [*first, *second]:
-            return "add the special tokens: [CLS] A [SEP] B [SEP]"
-        if ids == [CLS, *first, SEP, *second]:
-            return "the pair ends with a second [SEP]: [CLS] A [SEP] B [SEP]"
-        return f"input_ids should be [CLS] A [SEP] B [SEP] = {expected['input_ids']}, got {ids}"
+    id_variants = pair_ids_variants(first, second)
+    if ids != id_variants["right"]:
+        return (first_matching_hint(ids, id_variants, PAIR_IDS_HINTS)
+                or f"input_ids should be [CLS] A [SEP] B [SEP] = {id_variants['right']}, got {ids}")
     if len(types) != len(ids):
         return "token_type_ids needs one segment id per token, special tokens included"
-    if types != expected["token_type_ids"]:
-        if types == [0] * (len(first) + 2) + [1] * len(second) + [0]:
-            return "the final [SEP] belongs to segment B: its token type is 1"
-        if types == [0] * (len(first) + 1) + [1] * (len(second) + 2):
-            return "the first [SEP] closes segment A: its token type is 0, B's tokens start after it"
-        return "token_type_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the final [SEP]"
+    type_variants = segment_variants(first, second)
+    if types != type_variants["right"]:
+        return (first_matching_hint(types, type_variants, SEGMENT_HINTS)
+                or "token_type_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the final [SEP]")
     label = got["next_sentence_label"]
     if isinstance(label, bool) or not isinstance(label, int):
         return f"the label must be the integer 0 or 1 (the loss needs class ids), got {label!r}"

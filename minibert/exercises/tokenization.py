@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import torch
 
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check
 
 EX = "01"
 
@@ -39,30 +39,46 @@ def wordpiece_reference(word, vocab, longest=True, prefix="##", unknown="whole")
     return pieces
 
 
+def wordpiece_variants(words, vocab):
+    """The right pieces of each word first, then the usual slips, name -> the pieces of every word: the shortest
+    match taken instead of the longest, continuations looked up without '##', and an unknown rest of a word made
+    one [UNK] after the pieces found so far, or skipped character by character."""
+    def split(**slip):
+        return [wordpiece_reference(w, vocab, **slip) for w in words]
+    return {
+        "right": split(),
+        "shortest first": split(longest=False),
+        "no ## prefix": split(prefix=""),
+        "partial [UNK]": split(unknown="partial"),
+        "unknown skipped": split(unknown="skip"),
+    }
+
+
+WORDPIECE_HINTS = {
+    "shortest first": "you take the SHORTEST piece that matches; WordPiece takes the longest piece in the vocabulary "
+                      "first (try end = len(word), then shorter)",
+    "no ## prefix": "a piece that continues a word is looked up with its '##' prefix ('##able', not 'able')",
+    "partial [UNK]": "when the rest of a word cannot be split, the WHOLE word becomes ['[UNK]'], not the pieces found "
+                     "so far plus [UNK]",
+    "unknown skipped": "an unknown character must not be skipped: the whole word becomes ['[UNK]']",
+}
+
+
 def check_wordpiece_split(wordpiece_split):
     """wordpiece_split(word, vocab) -> the word's WordPiece pieces, or ["[UNK]"]."""
-    def run(**variant):
-        return [wordpiece_reference(w, VOCAB, **variant) for w in WORDS]
-
     def judge():
         got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
         got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
-        expected = run()
+        variants = wordpiece_variants(WORDS, VOCAB)
+        expected = variants["right"]
         if got == expected:
             return None
-        bad = [f"{w!r} -> {g}" for w, g, e in zip(WORDS, got, expected) if g != e][:2]
-        if got == run(longest=False):
-            return ("you take the SHORTEST piece that matches; WordPiece takes the longest piece in the vocabulary "
-                    "first (try end = len(word), then shorter)")
-        if got == run(prefix=""):
-            return "a piece that continues a word is looked up with its '##' prefix ('##able', not 'able')"
-        if got == run(unknown="partial"):
-            return ("when the rest of a word cannot be split, the WHOLE word becomes ['[UNK]'], not the pieces found "
-                    "so far plus [UNK]")
-        if got == run(unknown="skip"):
-            return "an unknown character must not be skipped: the whole word becomes ['[UNK]']"
+        hint = first_matching_hint(got, variants, WORDPIECE_HINTS)
+        if hint:
+            return hint
         if all(isinstance(g, str) for g in got):
             return "return a list of pieces, e.g. ['un', '##aff', '##able'], not a string"
+        bad = [f"{w!r} -> {g}" for w, g, e in zip(WORDS, got, expected) if g != e][:2]
         return f"not yet: {'; '.join(bad)} (expected {[e for g, e in zip(got, expected) if g != e][:2]})"
     return run_check(f"{EX}.1 WordPiece, longest match first", judge)
 
@@ -89,56 +105,102 @@ def as_ids(x):
     return list(x)
 
 
+def pair_ids_variants(tok, a, b, length):
+    """input_ids of the pair (a, b) as the tokenizer encodes it, [CLS] A [SEP] B [SEP], then the usual slips: no
+    [CLS], no special token at all, no [SEP] after A, no [SEP] after B, or the pair padded with 0 up to `length`,
+    the length of the answer."""
+    right = tok(a, b)["input_ids"]
+    cls, sep = tok.cls_token_id, tok.sep_token_id
+    a_ids, b_ids = (tok.convert_tokens_to_ids(tok.tokenize(text)) for text in (a, b))
+    return {
+        "right": right,
+        "no [CLS]": a_ids + [sep] + b_ids + [sep],
+        "no special tokens": a_ids + b_ids,
+        "no [SEP] after A": [cls] + a_ids + b_ids + [sep],
+        "no final [SEP]": [cls] + a_ids + [sep] + b_ids,
+        "padded": right + [0] * (length - len(right)),
+    }
+
+
+NO_CLS = "the pair must start with [CLS] (tokenizer.cls_token_id): BERT's classifiers read its vector"
+PAIR_IDS_HINTS = {
+    "no [CLS]": NO_CLS,
+    "no special tokens": NO_CLS,
+    "no [SEP] after A": "a [SEP] must also end segment A: [CLS] A [SEP] B [SEP]",
+    "no final [SEP]": "the pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]",
+    "padded": "no padding here: a single pair has no [PAD]",
+}
+
+
+def segment_variants(tok, a, b):
+    """token_type_ids of the pair (a, b) as the tokenizer makes them, then the usual slips: every id 0, the [SEP]
+    after A given to segment B, the final [SEP] given to segment A, or the two segments swapped."""
+    right = tok(a, b, return_token_type_ids=True)["token_type_ids"]
+    n_a, n_b = len(tok.tokenize(a)) + 2, len(tok.tokenize(b))  # [CLS] A [SEP], and the tokens of B
+    return {
+        "right": right,
+        "all zero": [0] * len(right),
+        "first [SEP] in B": [0] * (n_a - 1) + [1] * (len(right) - n_a + 1),
+        "final [SEP] in A": [0] * n_a + [1] * n_b + [0],
+        "swapped": [1 - t for t in right],
+    }
+
+
+SEGMENT_HINTS = {
+    "all zero": "every segment id is 0: the tokens of B (and the [SEP] after them) belong to segment 1",
+    "first [SEP] in B": "the [SEP] after A belongs to segment A (0); segment 1 starts with the first token of B",
+    "final [SEP] in A": "the final [SEP] closes segment B, so its segment id is 1",
+    "swapped": "segments swapped: A (with [CLS] and its [SEP]) is 0, B and the final [SEP] are 1",
+}
+
+
 def check_encode_pair(encode_pair):
     """encode_pair(tokenizer, text_a, text_b) -> (input_ids, token_type_ids) of [CLS] A [SEP] B [SEP]."""
     def judge():
         tok = small_tokenizer()
-        cls, sep = tok.cls_token_id, tok.sep_token_id
         for a, b in PAIRS:
-            enc = tok(a, b, return_token_type_ids=True)
-            ids, types = enc["input_ids"], enc["token_type_ids"]
             got = encode_pair(tok, a, b)
             if not isinstance(got, (tuple, list)) or len(got) != 2:
                 return "return two lists: (input_ids, token_type_ids)"
             got_ids, got_types = as_ids(got[0]), as_ids(got[1])
             if got_ids and isinstance(got_ids[0], str):
                 return "those are tokens; turn them into ids with tokenizer.convert_tokens_to_ids"
-            a_ids = tok.convert_tokens_to_ids(tok.tokenize(a))
-            b_ids = tok.convert_tokens_to_ids(tok.tokenize(b))
+            id_variants = pair_ids_variants(tok, a, b, len(got_ids))
+            ids = id_variants["right"]
             if got_ids != ids:
-                if got_ids == a_ids + [sep] + b_ids + [sep] or got_ids == a_ids + b_ids:
-                    return "the pair must start with [CLS] (tokenizer.cls_token_id): BERT's classifiers read its vector"
-                if got_ids == [cls] + a_ids + b_ids + [sep]:
-                    return "a [SEP] must also end segment A: [CLS] A [SEP] B [SEP]"
-                if got_ids == [cls] + a_ids + [sep] + b_ids:
-                    return "the pair ends with a second [SEP] after B: [CLS] A [SEP] B [SEP]"
-                if got_ids == [cls] + a_ids + [sep] + b_ids + [sep] + [0] * (len(got_ids) - len(ids)):
-                    return "no padding here: a single pair has no [PAD]"
-                return f"input_ids should be {ids}, you have {got_ids}"
+                return (first_matching_hint(got_ids, id_variants, PAIR_IDS_HINTS)
+                        or f"input_ids should be {ids}, you have {got_ids}")
             if len(got_types) != len(ids):
                 return f"token_type_ids needs one segment id per token ({len(ids)}), you have {len(got_types)}"
-            if got_types == types:
-                continue
-            n_a = len(a_ids) + 2  # [CLS] A [SEP]
-            if set(got_types) == {0}:
-                return "every segment id is 0: the tokens of B (and the [SEP] after them) belong to segment 1"
-            if got_types == [0] * (n_a - 1) + [1] * (len(ids) - n_a + 1):
-                return "the [SEP] after A belongs to segment A (0); segment 1 starts with the first token of B"
-            if got_types == [0] * n_a + [1] * (len(b_ids)) + [0]:
-                return "the final [SEP] closes segment B, so its segment id is 1"
-            if got_types == [1 - t for t in types]:
-                return "segments swapped: A (with [CLS] and its [SEP]) is 0, B and the final [SEP] are 1"
-            return f"token_type_ids should be {types}, you have {got_types}"
+            type_variants = segment_variants(tok, a, b)
+            types = type_variants["right"]
+            if got_types != types:
+                return (first_matching_hint(got_types, type_variants, SEGMENT_HINTS)
+                        or f"token_type_ids should be {types}, you have {got_types}")
         return None
     return run_check(f"{EX}.2 a sentence pair by hand", judge)
 
 
 # ---- 01.3 the attention mask of a padded batch ----
+def attention_mask_variants(lengths, max_length):
+    """The mask of a right-padded batch (1 on the first lengths[i] positions of row i, then 0) first, then the
+    usual slips: the mask inverted, or 1 everywhere."""
+    right = (torch.arange(max_length)[None, :] < torch.tensor(lengths)[:, None]).long()
+    return {"right": right, "inverted": 1 - right, "all ones": torch.ones_like(right)}
+
+
+ATTENTION_MASK_HINTS = {
+    "inverted": "inverted: 1 marks a real token the model may attend to, 0 marks padding",
+    "all ones": "every position is 1: the padding positions (after each row's length) must be 0",
+}
+
+
 def check_attention_mask_from_lengths(attention_mask_from_lengths):
     """attention_mask_from_lengths(lengths, max_length) -> (B, max_length) tensor, 1 on real tokens, 0 on padding."""
     def judge():
         lengths, max_length = [5, 2, 7, 1], 8
-        expected = (torch.arange(max_length)[None, :] < torch.tensor(lengths)[:, None]).long()
+        variants = attention_mask_variants(lengths, max_length)
+        expected = variants["right"]
         got = attention_mask_from_lengths(list(lengths), max_length)
         got = torch.as_tensor(got)
         if got.shape != expected.shape:
@@ -149,10 +211,9 @@ def check_attention_mask_from_lengths(attention_mask_from_lengths):
         got = got.long()
         if torch.equal(got, expected):
             return None
-        if torch.equal(got, 1 - expected):
-            return "inverted: 1 marks a real token the model may attend to, 0 marks padding"
-        if bool((got == 1).all()):
-            return "every position is 1: the padding positions (after each row's length) must be 0"
+        hint = first_matching_hint(got, variants, ATTENTION_MASK_HINTS, same=torch.equal)
+        if hint:
+            return hint
         ones = got.sum(1).tolist()
         if ones == [n + 1 for n in lengths] or ones == [n - 1 for n in lengths]:
             return f"off by one: row i has exactly lengths[i] ones (you have {ones} for lengths {lengths})"

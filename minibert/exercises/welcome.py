@@ -1,6 +1,6 @@
 """Exercises and quiz of notebook 00, welcome: the corpus at a glance."""
 
-from . import Question, run_check
+from . import Question, first_matching_hint, run_check
 
 EX = "00"
 
@@ -17,52 +17,85 @@ def words_in(sentence):
     return len(sentence.split())
 
 
+def word_count_variants(documents):
+    """The number of words first, then the usual slips, name -> what each counts: the sentences, the documents or
+    the characters instead of the words, words split on single spaces (an empty word at a double or trailing
+    space), the words of the longest sentence only, or of the first sentence only."""
+    sentences = [s for doc in documents for s in doc]
+    return {
+        "right": sum(words_in(s) for s in sentences),
+        "sentences": len(sentences),
+        "documents": len(documents),
+        "characters": sum(len(s) for s in sentences),
+        "split on one space": sum(len(s.split(" ")) for s in sentences),
+        "longest sentence": max(words_in(s) for s in sentences),
+        "first sentence": words_in(documents[0][0]),  # 3 on DOCUMENTS, as many as "documents", tried first
+    }
+
+
+ONE_SENTENCE = "count the words of EVERY sentence of every document, and add them up"
+WORD_COUNT_HINTS = {
+    "sentences": "you counted sentences; split each sentence into words with sentence.split() and count those",
+    "documents": "you counted documents; a document is a list of sentences, a sentence a string of words",
+    "characters": "you counted characters: len(sentence) is its length in characters, use len(sentence.split())",
+    "split on one space": "sentence.split(' ') counts an empty word at a double or trailing space; sentence.split() "
+                          "splits on any run of whitespace",
+    "longest sentence": ONE_SENTENCE,
+    "first sentence": ONE_SENTENCE,
+}
+
+
 def check_count_words(count_words):
     """count_words(documents) -> the number of whitespace-separated words in all sentences."""
     def judge():
-        expected = sum(words_in(s) for doc in DOCUMENTS for s in doc)
+        variants = word_count_variants(DOCUMENTS)
         got = count_words([list(doc) for doc in DOCUMENTS])
-        if got == expected:
+        if got == variants["right"]:
             if count_words([["one two three"]]) != 3:
                 return "right on this corpus only: one document with one sentence of three words should give 3"
             return None
-        if got == sum(len(doc) for doc in DOCUMENTS):
-            return "you counted sentences; split each sentence into words with sentence.split() and count those"
-        if got == len(DOCUMENTS):
-            return "you counted documents; a document is a list of sentences, a sentence a string of words"
-        if got == sum(len(s) for doc in DOCUMENTS for s in doc):
-            return "you counted characters: len(sentence) is its length in characters, use len(sentence.split())"
-        if got == sum(len(s.split(" ")) for doc in DOCUMENTS for s in doc):
-            return ("sentence.split(' ') counts an empty word at a double or trailing space; sentence.split() "
-                    "splits on any run of whitespace")
-        if got == max(words_in(s) for doc in DOCUMENTS for s in doc) or got == words_in(DOCUMENTS[0][0]):
-            return "count the words of EVERY sentence of every document, and add them up"
-        return f"expected {expected} words in this small corpus, got {got!r}: loop over documents, then sentences"
+        return (first_matching_hint(got, variants, WORD_COUNT_HINTS)
+                or f"expected {variants['right']} words in this small corpus, got {got!r}: loop over documents, "
+                   "then sentences")
     return run_check(f"{EX}.1 count the words of a corpus", judge)
+
+
+def longest_document_variants(documents):
+    """The index of the document with the most words first, then the usual slips: its number of words instead of
+    its index, the document with the most sentences, or the one with the fewest words."""
+    words = [sum(words_in(s) for s in doc) for doc in documents]
+    return {
+        "right": max(range(len(words)), key=words.__getitem__),
+        "its word count": max(words),
+        "most sentences": max(range(len(documents)), key=lambda i: len(documents[i])),
+        "shortest": min(range(len(words)), key=words.__getitem__),
+    }
+
+
+LONGEST_DOCUMENT_HINTS = {
+    "its word count": "that is the number of words of the longest document; return its index",
+    "most sentences": "that is the document with the most SENTENCES; the longest has the most words",
+    "shortest": "that is the shortest document: take the maximum, not the minimum",
+}
 
 
 def check_longest_document(longest_document):
     """longest_document(documents) -> the index of the document with the most words."""
     def judge():
-        words = [sum(words_in(s) for s in doc) for doc in DOCUMENTS]
-        expected = max(range(len(words)), key=words.__getitem__)
+        variants = longest_document_variants(DOCUMENTS)
         got = longest_document([list(doc) for doc in DOCUMENTS])
         if isinstance(got, bool) or not isinstance(got, int):
             if isinstance(got, list):
                 return "return the index of the document (an int), not the document itself"
             return f"return an int, the index of the document, not {type(got).__name__}"
-        if got == expected:
+        if got == variants["right"]:
             reordered = [DOCUMENTS[2], DOCUMENTS[0], DOCUMENTS[1]]
             if longest_document([list(doc) for doc in reordered]) != 0:
                 return "right here, but not when the longest document comes first: compare every document"
             return None
-        if got == max(words):
-            return "that is the number of words of the longest document; return its index"
-        if got == max(range(len(DOCUMENTS)), key=lambda i: len(DOCUMENTS[i])):
-            return "that is the document with the most SENTENCES; the longest has the most words"
-        if got == min(range(len(words)), key=words.__getitem__):
-            return "that is the shortest document: take the maximum, not the minimum"
-        return f"document {expected} has the most words ({words[expected]}); you returned {got}"
+        return (first_matching_hint(got, variants, LONGEST_DOCUMENT_HINTS)
+                or f"document {variants['right']} has the most words ({variants['its word count']}); you returned "
+                   f"{got}")
     return run_check(f"{EX}.2 the longest document", judge)
 
 
