@@ -34,7 +34,11 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
     check_value("min_frequency", min_frequency, lambda n: is_whole(n) and n >= 0, "a whole number, 0 or more")
     sentences = [s for doc in documents for s in doc]
     start = time.perf_counter()
-    path = cache_path(sentences, vocab_size, min_frequency) if cache else None
+    try:
+        path = cache_path(sentences, vocab_size, min_frequency) if cache else None
+    except OSError as error:  # no cache folder can be made: the tokenizer is trained all the same
+        print(f"note: the tokenizer is not cached ({error})")
+        path = None
     tok = None
     if path and os.path.exists(path):
         try:
@@ -44,9 +48,12 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
     if tok is None:
         tok, done = wordpiece(sentences, vocab_size, min_frequency), "trained"
         if path:  # written whole or not at all: to a temporary file first
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tok.save(f"{path}.{os.getpid()}.tmp")
-            os.replace(f"{path}.{os.getpid()}.tmp", path)
+            try:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                tok.save(f"{path}.{os.getpid()}.tmp")
+                os.replace(f"{path}.{os.getpid()}.tmp", path)
+            except OSError as error:  # a read-only cache: the tokenizer is trained all the same
+                print(f"note: the tokenizer is not cached ({error})")
     tokenizer = BertTokenizerFast(
         tokenizer_object=tok, do_lower_case=True, model_max_length=model_max_length, pad_token="[PAD]",
         unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", padding_side="right")

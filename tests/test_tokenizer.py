@@ -80,3 +80,13 @@ def test_a_cached_tokenizer_is_the_trained_one_and_a_damaged_cache_is_retrained(
     assert "could not be read" in capsys.readouterr().out
     assert repaired.backend_tokenizer.to_str() == fresh.backend_tokenizer.to_str()
     assert minibert.train_tokenizer(docs, vocab_size=2000).get_vocab() == fresh.get_vocab()
+
+
+def test_a_cache_that_cannot_be_written_still_gives_the_tokenizer(tmp_path, monkeypatch, capsys):
+    import minibert
+    docs = minibert.load_corpus()[:20]
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "a-file" / "cache"))  # no folder can be made there
+    tok = minibert.train_tokenizer(docs, vocab_size=1000)
+    assert "the tokenizer is not cached" in capsys.readouterr().out
+    assert tok.get_vocab() == minibert.train_tokenizer(docs, vocab_size=1000, cache=False).get_vocab()
