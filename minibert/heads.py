@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import IGNORE_INDEX, as_tensor, check_generation, check_labels, check_sampling
-from .labels import check_causal_labels
+from .labels import check_causal_labels, shift_labels
 from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
 
 
@@ -57,7 +57,7 @@ class BertPreTrainingHeads(nn.Module):
 def token_loss(logits, labels, shift=False, ignore_index=IGNORE_INDEX, reduction="mean"):
     """Cross-entropy of (B, T, V) logits against (B, T) labels; with shift, position t is scored on t+1."""
     if shift:  # move the labels, not the (much larger) logits; the last position has nothing to predict
-        labels = F.pad(labels[:, 1:], (0, 1), value=ignore_index)  # (B, T)
+        labels = shift_labels(labels, ignore_index)  # (B, T)
     if reduction == "mean" and not (labels != ignore_index).any():
         return logits.sum() * 0.0  # nothing to predict: zero, not the NaN of an empty mean
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1),

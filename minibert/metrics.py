@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from .data import IGNORE_INDEX, CausalLMCollator, MLMCollator, collate
+from .heads import token_loss
+from .labels import shift_labels
 
 class Objective(NamedTuple):
     model_class: str  # the class that trains it (the same name in minibert and transformers)
@@ -80,12 +82,9 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, ml
         out = model(**inputs)
         if mlm:  # masked_only: (N, V) logits at the N masked positions, in order
             add_token_scores(total, "mlm", out.masked_logits, batch["labels"][out.masked_positions])
-        if objective == "clm":
-            # position t predicts t+1: move the labels, not the (much larger) logits
-            targets = F.pad(batch["labels"][:, 1:], (0, 1), value=IGNORE_INDEX)
-            V = out.logits.shape[-1]
-            total["clm_loss"] += F.cross_entropy(out.logits.reshape(-1, V).float(), targets.reshape(-1),
-                                                 ignore_index=IGNORE_INDEX, reduction="sum").item()
+        if objective == "clm":  # position t predicts t+1: the labels move, not the (much larger) logits
+            targets = shift_labels(batch["labels"])
+            total["clm_loss"] += token_loss(out.logits, batch["labels"], shift=True, reduction="sum").item()
             total["clm_correct"] += (out.logits.argmax(-1) == targets).sum().item()  # never equal to -100
             total["clm_n"] += (targets != IGNORE_INDEX).sum().item()
         if pairs:

@@ -6,6 +6,20 @@ from conftest import assert_hints, stub
 from minibert.exercises import check_mask_tokens, check_mask_with_budget, check_mlm_accuracy
 
 
+def apply_masks(ids, selected, to_mask, to_random, random_ids, mask_id, in_place, labels_everywhere,
+                labels_from_masked):
+    """How both fake answers end: [MASK] and random tokens put in, labels -100 outside the selection (or, with
+    the flags, one of the usual slips: editing the input in place, labels everywhere, labels read from the
+    corrupted ids)."""
+    out = ids if in_place else ids.clone()
+    labels = ids.clone() if labels_everywhere else ids.masked_fill(~selected, -100)
+    out[to_mask] = mask_id
+    out[to_random] = random_ids[to_random]
+    if labels_from_masked:
+        labels = out.masked_fill(~selected, -100)
+    return out, labels
+
+
 def masker(select_special=False, labels_everywhere=False, only_mask=False, no_random=False, no_kept=False,
            rate=0.15, labels_from_masked=False, change_unselected=False, in_place=False, global_rng=False):
     """The right answer, or one of the usual mistakes."""
@@ -21,14 +35,9 @@ def masker(select_special=False, labels_everywhere=False, only_mask=False, no_ra
         chosen = ~special if change_unselected else selected
         to_mask = chosen & (u < mask_share)
         to_random = chosen & (u >= mask_share) & (u < mask_share + random_share)
-        out = ids if in_place else ids.clone()
         random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
-        labels = ids.clone() if labels_everywhere else ids.masked_fill(~selected, -100)
-        out[to_mask] = mask_id
-        out[to_random] = random_ids[to_random]
-        if labels_from_masked:
-            labels = out.masked_fill(~selected, -100)
-        return out, labels
+        return apply_masks(ids, selected, to_mask, to_random, random_ids, mask_id, in_place, labels_everywhere,
+                           labels_from_masked)
     return mask_tokens
 
 
@@ -109,15 +118,10 @@ def budget_masker(batch_budget=False, select_special=False, labels_everywhere=Fa
                 selected[row, positions[randperm(len(positions))[:budget(len(positions))]]] = True
         u = torch.rand(ids.shape, generator=generator)
         random_ids = torch.randint(vocab_size, ids.shape, generator=generator)
-        out = ids if in_place else ids.clone()
-        labels = ids.clone() if labels_everywhere else ids.masked_fill(~selected, -100)
         to_mask = selected & (u < (1.0 if only_mask else 0.8))
         to_random = selected & ~to_mask & (u < 0.9)
-        out[to_mask] = mask_id
-        out[to_random] = random_ids[to_random]
-        if labels_from_masked:
-            labels = out.masked_fill(~selected, -100)
-        return out, labels
+        return apply_masks(ids, selected, to_mask, to_random, random_ids, mask_id, in_place, labels_everywhere,
+                           labels_from_masked)
     return mask_with_budget
 
 

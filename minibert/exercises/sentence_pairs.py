@@ -166,43 +166,40 @@ def _label_hint(documents, pairs):
     return None
 
 
+def _hint_over_seeds(make_nsp_dataset, documents, seeds, single_sentences=False):
+    """Build the dataset of `documents` once per seed: the first hint about a dataset's pairs, else the hint
+    about the labels of all of them together. single_sentences: some documents have one sentence, and an
+    error raised by the student's code is explained as such."""
+    pairs = []
+    for seed in seeds:
+        try:
+            got = make_nsp_dataset([list(doc) for doc in documents], random.Random(seed))
+        except NotImplementedError:
+            raise
+        except Exception as e:
+            if not single_sentences:
+                raise
+            return (f"a document with a single sentence made your code raise {type(e).__name__}: {e}. Such a "
+                    "document has no consecutive pair, so it gives no pair (its sentence can still be a "
+                    "random B)")
+        hint = _dataset_hint(documents, got)
+        if hint:
+            return hint
+        pairs += got
+    return _label_hint(documents, pairs)
+
+
 def check_make_nsp_dataset(make_nsp_dataset):
     """make_nsp_dataset(documents, rng) -> [(sentence_a, sentence_b, label)]: one pair per consecutive pair of
     sentences inside a document; with probability 0.5 B is the true next sentence (label 0), otherwise a sentence
     of a different document (label 1)."""
     def judge():
-        # small corpora, many seeds: a B drawn from the wrong place shows up in some of them
-        small, pairs = _documents([4, 3, 3]), []
-        for seed in range(30):
-            got = make_nsp_dataset([list(doc) for doc in small], random.Random(seed))
-            hint = _dataset_hint(small, got)
-            if hint:
-                return hint
-            pairs += got
-        hint = _label_hint(small, pairs)
-        if hint:
-            return hint
-        two = _documents([3, 2], "text")
-        got = make_nsp_dataset([list(doc) for doc in two], random.Random(0))
-        hint = _dataset_hint(two, got) or _label_hint(two, got)
-        if hint:
-            return hint
-        # documents of a single sentence: no pair of their own, but their sentence may be a random B
-        short, pairs = _documents([3, 1, 4, 1, 2], "story"), []
-        for seed in range(10):
-            try:
-                got = make_nsp_dataset([list(doc) for doc in short], random.Random(seed))
-            except NotImplementedError:
-                raise
-            except Exception as e:
-                return (f"a document with a single sentence made your code raise {type(e).__name__}: {e}. Such a "
-                        "document has no consecutive pair, so it gives no pair (its sentence can still be a "
-                        "random B)")
-            hint = _dataset_hint(short, got)
-            if hint:
-                return hint
-            pairs += got
-        hint = _label_hint(short, pairs)
+        # small corpora, many seeds: a B drawn from the wrong place shows up in some of them; then documents
+        # of a single sentence: no pair of their own, but their sentence may be a random B
+        hint = (_hint_over_seeds(make_nsp_dataset, _documents([4, 3, 3]), range(30))
+                or _hint_over_seeds(make_nsp_dataset, _documents([3, 2], "text"), [0])
+                or _hint_over_seeds(make_nsp_dataset, _documents([3, 1, 4, 1, 2], "story"), range(10),
+                                    single_sentences=True))
         if hint:
             return hint
         # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
