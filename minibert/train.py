@@ -179,7 +179,7 @@ def run_key(args, train_examples, model):
 
 class Trainer:
     def __init__(self, model, tokenizer, train_examples, heldout_examples, args, out=None, save_every=None,
-                 progress=True, verbose=True):
+                 progress=True, verbose=True, fresh_examples=None):
         self.rank, self.world, self.device = setup_distributed()
         if args.lr is None:  # wider models need smaller steps
             args = dataclasses.replace(args, lr=1e-3 * 128 / model.config.hidden_size)
@@ -200,23 +200,39 @@ class Trainer:
         self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
         self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
         self.bf16 = resolve_bf16(args.bf16, self.device, self.verbose)
-        self.orders = {}
+        self.fresh_examples, self.orders, self.drawn = fresh_examples, {}, {}
         self.run_key, self.saved_step, self.documents_in_memory = None, 0, False
 
     # ---- data: a deterministic stream of examples, each process taking its own slice of every step ----
+    # Position i of the stream is example order(e)[i mod n] of epoch e = i // n. Sentence pairs are
+    # drawn again for every epoch (new cuts and new random negatives, as BERT's dupe_factor did):
+    # with one fixed set, a small corpus is seen dozens of times and the pair head learns the pairs
+    # by heart instead of what makes B follow A.
+    def epoch_examples(self, epoch):
+        if epoch == 0 or self.fresh_examples is None:
+            return self.train_examples
+        if epoch not in self.drawn:
+            self.drawn = {epoch: self.fresh_examples(epoch)}
+        return self.drawn[epoch]
+
     def order(self, epoch):
         if epoch not in self.orders:
             g = torch.Generator().manual_seed(self.args.seed * 7919 + epoch)
-            self.orders = {epoch: torch.randperm(len(self.train_examples), generator=g).tolist()}
+            self.orders = {epoch: torch.randperm(len(self.epoch_examples(epoch)), generator=g).tolist()}
         return self.orders[epoch]
 
     def batch_indices(self, step):
-        n, size = len(self.train_examples), self.args.batch_size
-        start = (step * self.world + self.rank) * size
-        return [self.order(i // n)[i % n] for i in range(start, start + size)]
+        """The stream positions of this process's share of a step."""
+        start = (step * self.world + self.rank) * self.args.batch_size
+        return list(range(start, start + self.args.batch_size))
+
+    def example(self, i):
+        epoch, j = divmod(i, len(self.train_examples))
+        order = self.order(epoch)  # an epoch drawn again may hold a few examples more or fewer
+        return self.epoch_examples(epoch)[order[j % len(order)]]
 
     def next_batch(self):
-        batch = self.collator([self.train_examples[i] for i in self.batch_indices(self.step)])
+        batch = self.collator([self.example(i) for i in self.batch_indices(self.step)])
         return {k: v.to(self.device) for k, v in batch.items()}
 
     # ---- the loop ----
@@ -345,15 +361,23 @@ def read_state(path):
         return json.load(f)
 
 
-def prepare_data(args, corpus, tokenizer):
+def prepare_data(args, corpus, tokenizer, fresh=False):
     """Split documents (held-out ones are never trained on), train a tokenizer if none is given, and
-    build the examples of the objective for both sides."""
+    build the examples of the objective for both sides. fresh=True adds a function epoch -> the
+    training examples drawn again for that epoch (None where nothing is random: single sequences)."""
     documents = load_corpus(args.corpus) if corpus is None else corpus
     check_documents(documents, pairs_for={"nsp": "next sentence prediction", "sop": "sentence order prediction"}.get(
         check_objective(args.objective).pair_task))  # before a tokenizer is trained on them
     train_docs, heldout_docs = split_corpus(documents, args.heldout, seed=args.seed)
     tokenizer = tokenizer or train_tokenizer(train_docs, args.vocab_size)
-    return tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
+    data = tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
+    if not fresh:
+        return data
+    redraw = None
+    if check_objective(args.objective).pair_task:
+        def redraw(epoch):  # seed offsets 0 and 1 are the first epoch's and the held-out examples'
+            return build_examples(args, train_docs, tokenizer, seed_offset=1000 + epoch)
+    return (*data, redraw)
 
 
 def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=None, tokenizer=None, out=None,
@@ -382,7 +406,7 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(out)
     torch.manual_seed(args.seed)
-    tokenizer, train_examples, heldout_examples = prepare_data(args, corpus, tokenizer)
+    tokenizer, train_examples, heldout_examples, redraw = prepare_data(args, corpus, tokenizer, fresh=True)
     cls = model_class(args.objective)
     if resume:
         model = cls.from_pretrained(out)
@@ -402,7 +426,8 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
         saved = read_state(out)
         if saved["finished"] and saved["run_key"] == key:
             return load_result(out, saved)
-    trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose)
+    trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose,
+                      fresh_examples=redraw)
     trainer.run_key = key
     trainer.documents_in_memory = corpus is not None  # then `python -m minibert eval` cannot rebuild them
     if resume:

@@ -80,6 +80,57 @@ def test_resume_gives_the_same_losses_as_an_uninterrupted_run(small, tmp_path, o
         assert torch.equal(p, resumed.model.state_dict()[name]), name
 
 
+@pytest.fixture(scope="module")
+def few(small):
+    """Eight short documents, two of them held out: an epoch of sentence pairs lasts a few steps."""
+    docs, tok = small
+    short = sorted((d for d in docs if len(d) >= 4), key=lambda d: sum(map(len, d)))[:8]
+    return minibert.Corpus(short, name="few"), tok
+
+
+def trainer_of(few, objective, **kwargs):
+    seen = []
+    run(few, objective, heldout=0.25, callback=seen.append, **kwargs)
+    return seen[-1]
+
+
+def pairs_of(examples):
+    return {(tuple(x["input_ids"]), x["next_sentence_label"]) for x in examples}
+
+
+@pytest.mark.parametrize("objective", ["mlm+nsp", "mlm+sop"])
+def test_sentence_pairs_are_drawn_again_every_epoch(few, objective):
+    trainer = trainer_of(few, objective, steps=1, batch_size=2)
+    n = len(trainer.train_examples)
+    pairs = [pairs_of(trainer.epoch_examples(e)) for e in range(4)]
+    assert all(pairs[e] != pairs[e + 1] for e in range(3))  # new cuts and negatives: nothing to learn by heart
+    assert pairs_of(trainer.epoch_examples(1)) == pairs[1]  # drawn again the same way: resume stays exact
+    first = [trainer.example(i) for i in range(n)]
+    assert sorted(map(id, first)) == sorted(map(id, trainer.epoch_examples(0)))  # an epoch: every example once
+    second = pairs_of(trainer.example(n + i) for i in range(n))
+    assert second <= pairs[1] and len(second) >= 0.9 * min(n, len(pairs[1]))
+
+
+def test_single_sequences_are_the_same_every_epoch(few):
+    trainer = trainer_of(few, "mlm", steps=1, batch_size=2)
+    assert trainer.epoch_examples(3) is trainer.train_examples  # blocks of text: the masks are what vary
+
+
+def test_resume_across_epochs_of_fresh_pairs_is_exact(few, tmp_path):
+    settings = dict(steps=48, batch_size=4, eval_every=24, heldout=0.25)
+    straight = run(few, "mlm+nsp", callback=lambda t: settings.setdefault("n", len(t.train_examples)),
+                   **{k: v for k, v in settings.items()})
+    assert 48 * 4 > 2 * settings.pop("n")  # the run crosses two epochs
+
+    def crash(trainer):
+        if trainer.step == 30:
+            raise KeyboardInterrupt  # killed after the checkpoint of step 24
+    with pytest.raises(KeyboardInterrupt):
+        run(few, "mlm+nsp", out=tmp_path / "run", save_every=24, callback=crash, **settings)
+    resumed = minibert.pretrain(out=tmp_path / "run", resume=True, corpus=few[0], progress=False, verbose=False)
+    assert [r["loss"] for r in resumed.history] == [r["loss"] for r in straight.history]
+
+
 def test_a_run_folder_is_a_real_transformers_checkpoint(small, tmp_path):
     run(small, "mlm+nsp", out=tmp_path / "run")
     with warnings.catch_warnings():
