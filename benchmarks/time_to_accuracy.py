@@ -26,11 +26,10 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-import minibert  # noqa: E402
 from minibert.metrics import evaluate  # noqa: E402
 from minibert.pretrained import machine  # noqa: E402
-from minibert.train import (BertConfig, TrainArgs, init_prior, learning_rate, model_class, prepare_data,  # noqa: E402
-                            pretrain, resolve_bf16)
+from minibert.train import (BertConfig, TrainArgs, default_lr, init_prior, learning_rate, model_class,  # noqa: E402
+                            prepare_data, pretrain, resolve_bf16)
 
 
 def first_time_at(curve, target):
@@ -109,18 +108,19 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--steps", type=int, default=6000)
+    parser.add_argument("--batch-size", type=int, default=16, help="sequences per step (the README's table: 16)")
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--target", type=float, default=14.0, help="held-out masked-token accuracy, %%")
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, help="default: where native")
     a = parser.parse_args()
-    args = TrainArgs(objective="mlm", preset=a.preset, steps=a.steps, bf16=a.bf16)
+    args = TrainArgs(objective="mlm", preset=a.preset, steps=a.steps, batch_size=a.batch_size, bf16=a.bf16)
     tokenizer, train, heldout = prepare_data(args, None, None)
     heldout = heldout[:args.eval_examples]
     bf16 = resolve_bf16(args.bf16, torch.device("cpu"))
     torch.manual_seed(args.seed)
     model = model_class("mlm")(BertConfig.preset(args.preset, vocab_size=len(tokenizer)))
     init_prior(model, "mlm", train, tokenizer)
-    args = dataclasses.replace(args, lr=args.lr or 1e-3 * 128 / model.config.hidden_size, bf16=bf16)
+    args = dataclasses.replace(args, lr=args.lr or default_lr(model.config), bf16=bf16)
     print(f"{a.preset} preset, {args.steps} steps of {args.batch_size} x {args.max_length} tokens, lr {args.lr:g}, "
           f"{'bf16' if bf16 else 'fp32'}, {torch.get_num_threads()} threads; {machine()}")
     start_weights = {k: v.clone() for k, v in model.state_dict().items()}

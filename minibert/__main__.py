@@ -130,8 +130,8 @@ def parser():
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
     p.add_argument("--save-every", type=int, default=1000, help="steps between checkpoints (default 1000)")
     p.add_argument("--batch-size", type=int, help=f"sequences per step (default {TrainArgs.batch_size})")
-    p.add_argument("--max-length", type=int, help="tokens per sequence (default 64; 128 for NSP and SOP)")
-    p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3 x 128 / hidden size)")
+    p.add_argument("--max-length", type=int, help=f"tokens per sequence, both segments of a pair together (default {TrainArgs.max_length})")
+    p.add_argument("--lr", type=float, help="peak learning rate (default 1e-3; x 256 / hidden size for presets wider than 256)")
     p.add_argument("--warmup", type=float, help=f"share of the run spent warming up (default {TrainArgs.warmup:g})")
     p.add_argument("--schedule", choices=SCHEDULES, help=f"decay after warm-up (default {TrainArgs.schedule})")
     p.add_argument("--bf16", action=argparse.BooleanOptionalAction,

@@ -22,10 +22,10 @@ CHECKPOINTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
 
 # name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU: see the README.
 RECIPES = {
-    "bert-mlm-nsp": dict(objective="mlm+nsp", preset="tiny", minutes=35, batch_size=64, max_length=64),
+    "bert-mlm-nsp": dict(objective="mlm+nsp", preset="tiny", minutes=75, batch_size=64, max_length=64),
     "bert-clm": dict(objective="clm", preset="tiny", minutes=30, batch_size=16, max_length=128, dropout=0.1),
-    "bert-mlm": dict(objective="mlm", preset="tiny", minutes=35, batch_size=64, max_length=64),
-    "bert-mlm-sop": dict(objective="mlm+sop", preset="tiny", minutes=35, batch_size=64, max_length=64),
+    "bert-mlm": dict(objective="mlm", preset="tiny", minutes=75, batch_size=64, max_length=64),
+    "bert-mlm-sop": dict(objective="mlm+sop", preset="tiny", minutes=75, batch_size=64, max_length=64),
 }
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
@@ -283,8 +283,12 @@ def table():
     return "\n".join(rows)
 
 
-def main(names):
-    """Train (or finish, after an interruption) and export each named checkpoint, as `make pretrained` does."""
+SIDE_BY_SIDE = "trained side by side with the other shipped checkpoints on the same cores"
+
+
+def main(names, note=None):
+    """Train (or finish, after an interruption) and export each named checkpoint; `make pretrained`
+    runs the four side by side, one thread each, as the shipped ones were made."""
     from .__main__ import main as cli
     from .train import STATE_FILE
     for name in names or RECIPES:
@@ -295,7 +299,7 @@ def main(names):
         print("$", command(name, run), "--resume" if "--resume" in argv else "", flush=True)
         if cli(argv):
             raise SystemExit(f"training {name} failed")
-        scores = export(run, path(name))
+        scores = export(run, path(name), note)
         print(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()), flush=True)
 
 
@@ -303,5 +307,7 @@ if __name__ == "__main__":
     import sys
     if sys.argv[1:] == ["--table"]:
         print(table())
+    elif sys.argv[1:2] == ["--side-by-side"]:
+        main(sys.argv[2:], SIDE_BY_SIDE)
     else:
         main(sys.argv[1:])

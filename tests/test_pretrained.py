@@ -81,7 +81,7 @@ def test_loads_in_transformers_with_nothing_missing(checkpoint):
 def test_fill_mask_pipeline_guesses_words():
     fill = transformers.pipeline("fill-mask", model=pretrained.path("bert-mlm-nsp"), device="cpu")
     guesses = [g["token_str"] for g in fill("the river flows into the [MASK].")]
-    assert "sea" in guesses and "the" not in guesses
+    assert {"sea", "ocean", "lake", "gulf", "bay"} & set(guesses) and "the" not in guesses  # a body of water
 
 
 def test_causal_checkpoint_generates_text_in_transformers():

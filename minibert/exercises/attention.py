@@ -253,18 +253,19 @@ out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
 print(len(out.attentions), tuple(out.attentions[0].shape))
 '''),
     "q2": Question(
-        "Section 3 printed the mean entropy of each head's rows: 0.62 and 0.58 nats for the shipped BERT's two "
-        "layer-1 heads, 3.66 and 3.46 for its layer-0 heads, against 4.15 nats for uniform attention over the same "
-        "rows. What do the two low values say?",
-        {"A": "the layer-1 heads put nearly all of each row's weight on very few keys: the sharp neighbour heads",
-         "B": "the layer-1 heads learned less than the layer-0 heads: a low entropy means a head carries little",
-         "C": "the layer-1 rows no longer sum to 1: only an unnormalised row can fall that far below the uniform",
-         "D": "each layer-1 row spreads its weight evenly over 0.6 of the keys, where uniform would use 4.15"}, "A",
-        "entropy is 0 for a row on one key and ln n for a uniform row; 0.6 nats is close to one key, as the "
-        "layer-1 heads' shares of 0.85 and 0.86 on a neighbour showed.",
+        "Section 3 printed the mean entropy of each head's rows: 0.75 nats for the shipped BERT's layer-0 head 0 "
+        "and 3.44 for its layer-0 head 1, against 4.15 nats for uniform attention over the same rows. What does "
+        "the low value say?",
+        {"A": "head 0 puts nearly all of each row's weight on very few keys: the sharp next-token head",
+         "B": "head 0 learned less than head 1: a low entropy means a head carries little",
+         "C": "head 0's rows no longer sum to 1: only an unnormalised row can fall that far below the uniform",
+         "D": "each row of head 0 spreads its weight evenly over 0.75 of the keys, where uniform would use 4.15"}, "A",
+        "entropy is 0 for a row on one key and ln n for a uniform row; 0.75 nats is much nearer the first than the "
+        "4.15 of uniform, as that head's share of 0.77 on the next token showed.",
         {"B": "entropy measures how spread a row is, not how useful the head is: the sharp heads are the ones that "
               "formed with training.",
-         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform), so 0.6 is allowed.",
+         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform), so 0.75 is "
+              "allowed.",
          "D": "entropy is in nats, not a count of keys: 4.15 is the mean of ln n over the rows, not a number of "
               "keys."}),
     "q3": Question(
@@ -309,11 +310,11 @@ print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
               "the context it may read is the same.",
          "D": "all the checkpoints were trained on the same training documents, with the same vocabulary."}),
     "q5": Question(
-        "In section 3 the shipped BERT's layer-1 head 0 put 0.85 of each token's attention on the next token, and "
-        "it also scored 0.53 on 'same word' (21.4 times uniform). What is the careful reading?",
-        {"A": "the token after a word's first piece is often another piece of it: the 0.53 may come from reading the "
+        "In section 3 the shipped BERT's layer-0 head 0 put 0.77 of each token's attention on the next token, and "
+        "it also scored 0.46 on 'same word' (18.8 times uniform). What is the careful reading?",
+        {"A": "the token after a word's first piece is often another piece of it: the 0.46 may come from reading the "
               "next token",
-         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: 21.4 times uniform "
+         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: 18.8 times uniform "
               "is no chance",
          "C": "the share is taken over every query, whole words included, which inflates it and makes it meaningless",
          "D": "the head attends to the [SEP] tokens, which belong to every word, so its same-word share is high too"},
@@ -324,5 +325,6 @@ print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
               "gives a high same-word share.",
          "C": "each share is averaged over the queries that have such a key; whole words without other pieces are "
               "left out.",
-         "D": "that head gave [SEP] 0.019 of its attention, about uniform; [SEP] is not part of any word."}),
+         "D": "that head gave [SEP] 0.040 of its attention, near the uniform 0.032; [SEP] is not part of any "
+              "word."}),
 }}

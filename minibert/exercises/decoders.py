@@ -153,16 +153,16 @@ print(shift_labels(labels).tolist())
          "D": "source and target share one vocabulary and one tokenizer; the embeddings are reused."}),
     "q4": Question(
         "After the same 200 decoder steps, the decoder warm-started from the live masked LM (600 steps) reached "
-        "perplexity 568, the one from scratch 538, and the one warm-started from bert-mlm (35 minutes) 244. What is "
+        "perplexity 568, the one from scratch 538, and the one warm-started from bert-mlm (75 minutes) 260. What is "
         "a fair reading?",
         {"A": "warm-starting always helps a decoder: both decoders warm-started from masked-LM checkpoints beat "
               "the one from scratch",
          "B": "masked-LM checkpoints hurt decoders: both started worse than the unigram model, and one ends worse too",
          "C": "the bert-mlm decoder wins because it has more parameters than the decoder trained from scratch",
          "D": "a warm start pays when the checkpoint knows more than 200 decoder steps teach; 'same steps' hides its "
-              "35 minutes"},
+              "75 minutes"},
         "D",
-        "the gain grows with what the checkpoint learned (no gain from 600 steps of masked LM, 2.21 times lower "
+        "the gain grows with what the checkpoint learned (no gain from 600 steps of masked LM, 2.07 times lower "
         "perplexity from bert-mlm), and the warm starts used masked-LM compute that the decoder's steps do not count.",
         {"A": "the decoder warm-started from the live run ended slightly behind the one from scratch (568 against "
               "538).",

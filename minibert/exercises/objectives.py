@@ -110,12 +110,12 @@ QUIZ = {EX: {
          "D": "none of the three: the masked runs made more steps on more tokens, and the minutes differ as well"},
         "D",
         "the live runs hold neither the steps nor the tokens, and their minutes are whatever each run took on a "
-        "shared machine; a comparison must say which budget it holds, and the shipped checkpoints hold wall time "
-        "(30 or 35 minutes).",
+        "shared machine; a comparison must say which budget it holds, and the shipped masked checkpoints hold wall "
+        "time (75 minutes each; bert-clm had 30).",
         {"A": "the causal run made 200 steps, the masked ones 600.",
          "B": "the masked runs saw 2.5 million tokens, the causal run 0.4 million; scoring every position is what "
               "makes a causal step cost more, not what makes the token counts equal.",
-         "C": "the minutes differ from run to run (the table's last column): \"a minute or two each\" is a teaching "
+         "C": "the minutes differ from run to run (the table's last column): \"under a minute each\" is a teaching "
               "budget, not a matched one."}),
     "q2": Question(
         "Claim 5 printed the native held-out losses of the live runs: next-token loss 6.29 for clm, masked-token "
@@ -131,11 +131,12 @@ QUIZ = {EX: {
          "D": "no division by a budget makes two different tasks comparable; budgets matter when the task is the "
               "same."}),
     "q3": Question(
-        "On 'which document?' the shipped checkpoints' frozen features score 73.6 to 74.3%, against 15.0% for the "
+        "On 'which document?' the shipped checkpoints' frozen features score 73.2 to 78.7%, against 15.0% for the "
         "majority class. What else in the table does a fair reading of that need?",
-        {"A": "nothing more: about 74% against 15% already shows that pretraining taught the models the topics",
+        {"A": "nothing more: 73 to 79% against 15% already shows that pretraining taught the models the topics",
          "B": "the order probe: a model that knows topics must also tell the order, or the topic score is luck",
-         "C": "the untrained model (58.6%) and bag of words (88.8%): pretraining adds 15 points, below word counts",
+         "C": "the untrained model (58.6%) and bag of words (88.8%): pretraining adds 15 to 20 points, below word "
+              "counts",
          "D": "the causal LM, which scores as the masked ones do: so the probe measures the tokenizer, not the "
               "model itself"},
         "C",
@@ -144,7 +145,7 @@ QUIZ = {EX: {
         {"A": "random transformer features score 58.6% too: most of the gap over the majority class is not "
               "pretraining's.",
          "B": "topic and order are different tasks; a probe score is read against its own controls, not another task.",
-         "D": "the live models and the untrained one share that tokenizer and score 57.1 to 62.7%: the weights "
+         "D": "the live models and the untrained one share that tokenizer and score 57.7 to 65.7%: the weights "
               "matter."}),
     "q4": Question(
         "Exercise 08.1 wrote mean pooling, the sentence vector of the probes. What does this program, using "
@@ -165,12 +166,12 @@ mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the second row's last token is pa
 print(mean_pool(hidden, mask).flatten().tolist())
 '''),
     "q5": Question(
-        "Claim 4: after 35 minutes, bert-mlm's masked-LM loss was 3.00 on training blocks and 4.15 on held-out "
-        "ones, a larger gap than bert-mlm-nsp's (4.02 against 4.74). What caused the overfitting?",
+        "Claim 4: after 75 minutes, bert-mlm's masked-LM loss was 2.05 on training blocks and 4.43 on held-out "
+        "ones, a larger gap than bert-mlm-nsp's (2.61 against 4.30). What caused the overfitting?",
         {"A": "sharing one text between masked LM and NSP: each objective fits the other's patterns in the same data",
          "B": "a fixed mask per block: the model memorises which positions of each training block are hidden",
          "C": "the shipped runs' learning rate held at its peak: large steps show up as a gap between the two losses",
-         "D": "repetition: each training block was seen 44.8 times on average, and bert-mlm made the most steps"},
+         "D": "repetition: each training block was seen 164.6 times on average, and bert-mlm made the most steps"},
         "D",
         "overfitting came from many passes over a small corpus; the model without a second task overfits most, so "
         "sharing text between objectives is not the cause.",

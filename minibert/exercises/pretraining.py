@@ -254,10 +254,10 @@ QUIZ = {EX: {
               "silent, which is why the 06.2 check looks for it."}),
     "q3": Question(
         "In section 2, the gradients of the MLM loss and of the NSP loss on the shared encoder have a cosine of "
-        "-0.03 for the live model. What does that number tell you about the two objectives?",
+        "-0.01 for the fresh model with the prior. What does that number tell you about the two objectives?",
         {"A": "that they pull the shared encoder in unrelated directions: a cosine near 0 means the objectives ask "
               "for different things and compete for the same weights",
-         "B": "nothing on its own: two batches of the same objective give MLM gradients with a cosine of -0.05, and "
+         "B": "nothing on its own: two batches of the same objective give MLM gradients with a cosine of -0.00, and "
               "two random directions of that size 0.000",
          "C": "that they agree: in 396,544 dimensions a cosine above -0.1 already counts as aligned, so each NSP "
               "step also lowers the masked-LM loss of the batch",
@@ -265,12 +265,12 @@ QUIZ = {EX: {
               "than the MLM gradient, which sets the direction alone"}, "B",
         "in hundreds of thousands of dimensions almost any two directions are nearly orthogonal, and one batch's "
         "gradient is mostly the noise of its own pairs: a cosine means something only beside its control.",
-        {"A": "the same near-zero cosine appears between two batches of the same objective (-0.05), which cannot "
+        {"A": "the same near-zero cosine appears between two batches of the same objective (-0.00), which cannot "
               "ask for different things.",
-         "C": "two random directions of that size have a cosine of 0.000: a cosine of -0.03 is no sign of "
+         "C": "two random directions of that size have a cosine of 0.000: a cosine of -0.01 is no sign of "
               "agreement either.",
-         "D": "the cosine does not depend on the sizes of the two vectors; and after training the NSP gradient is "
-              "the larger one (1.399 against 0.159 for the live model)."}),
+         "D": "the cosine does not depend on the sizes of the two vectors; and here the two gradients are of the "
+              "same size (0.061 and 0.058)."}),
     "q4": Question(
         "transformers' BertForPreTraining loads the saved folder with no missing, unexpected or mismatched keys, "
         "and its MLM and NSP logits match ours within 1e-4. What does that establish?",

@@ -246,7 +246,7 @@ QUIZ = {EX: {
               "form one chunk: each sentence makes a pair of its own."},
         code=PREDICT_LABELS),
     "q2": Question(
-        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and reports 26.6% "
+        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and reports 26.8% "
         "held-out accuracy read with BERT's convention, on a task with two classes. What is the most likely cause?",
         {"A": "the head learned nothing from the frozen encoder and guesses, so its accuracy lands wherever chance "
               "happens to put it on this particular set of held-out pairs",
@@ -254,16 +254,16 @@ QUIZ = {EX: {
               "about topic does not carry over to their pairs",
          "C": "with the encoder frozen the head has too few parameters to fit the pairs, so it settles on always "
               "answering the minority class",
-         "D": "it was trained with 0 and 1 swapped: it knows what the 73.4% head knows and puts it in the other "
+         "D": "it was trained with 0 and 1 swapped: it knows what the 73.2% head knows and puts it in the other "
               "column, the one that BERT's convention reads as NotNext"}, "D",
-        "26.6 + 73.4 = 100: the same knowledge with the columns exchanged. Far below chance on a two-way task is "
+        "26.8 + 73.2 = 100: the same knowledge with the columns exchanged. Far below chance on a two-way task is "
         "the fingerprint of swapped labels (section 6).",
         {"A": "a head that guesses scores near 50%, or the majority class (56.1%) if it always gives one answer; "
-              "26.6% is wrong far more often than a coin, which takes knowledge read backwards.",
+              "26.8% is wrong far more often than a coin, which takes knowledge read backwards.",
          "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and on these same "
-              "held-out pairs the head trained the right way scores 73.4%.",
+              "held-out pairs the head trained the right way scores 73.2%.",
          "C": "always answering IsNext, the minority class, scores the share of IsNext pairs: 100% minus the "
-              "56.1% majority class, far above 26.6%."}),
+              "56.1% majority class, far above 26.8%."}),
     "q3": Question(
         "The overlap rule (IsNext when A and B share a content token) gets 80.0% of held-out random-negative pairs "
         "right, but 50.7% of SOP pairs, where always answering the majority class gets 52.1%. Why does it fail on "
@@ -285,9 +285,9 @@ QUIZ = {EX: {
          "D": "truncation removes a few tokens at the ends and treats both classes alike; the segments still share "
               "their topic words, in order or swapped."}),
     "q4": Question(
-        "On held-out hard-negative pairs, the model trained on random negatives scores 44.9 ±4.3%, the model "
+        "On held-out hard-negative pairs, the model trained on random negatives scores 44.1 ±4.3%, the model "
         "trained on hard negatives 54.9 ±4.3%, and always answering the majority class 54.9%. Which reading fits?",
-        {"A": "the hard-negative model has learned coherence: it beats the random-negative model by ten points, "
+        {"A": "the hard-negative model has learned coherence: it beats the random-negative model by eleven points, "
               "much more than the intervals, on the pairs where topic is no help",
          "B": "the random-negative model learned topic and takes same-document pairs for true continuations; the "
               "hard-negative model has learned nothing yet",
@@ -295,12 +295,12 @@ QUIZ = {EX: {
               "be said to have learned anything about these pairs",
          "D": "some hard negatives do follow A in the text and are labelled NotNext all the same, which pulls both "
               "models towards chance on these pairs"}, "B",
-        "44.9 ±4.3% is below the majority class, beyond its interval: a B from A's document shares A's topic, and "
+        "44.1 ±4.3% is below the majority class, beyond its interval: a B from A's document shares A's topic, and "
         "a model that learned topic calls it IsNext. The hard-negative model answers NotNext to every pair, so it "
         "scores the majority class exactly.",
         {"A": "54.9% is exactly the majority class: the hard-negative model answers NotNext to every pair. Beating "
               "a model that is below the majority class is no sign of coherence.",
-         "C": "even the top of 44.9 ±4.3% stays below the 54.9% majority class: the random-negative model is "
+         "C": "even the top of 44.1 ±4.3% stays below the 54.9% majority class: the random-negative model is "
               "worse than answering blindly, and that is a finding.",
          "D": "a hard negative is never the sentence after A, nor A's neighbour: make_nsp_examples leaves those out "
               "when it draws B from the same document."}),
