@@ -53,8 +53,8 @@ site: $(STAMP)
 	$(BIN)/python -m minibert.course site build/site
 
 # Retrain and export the shipped checkpoints/ with the commands in their model cards: the four side
-# by side, one thread each, as they were made (75 minutes of training, 30 for bert-clm, then scoring; not part of
-# `make test`). Logs in runs/NAME.log. An interrupted run continues where it stopped.
+# by side, one thread each, as they were made (75 minutes of training, 30 for bert-clm, then scoring;
+# not part of `make test`). Logs in runs/NAME.log. An interrupted run continues where it stopped.
 CHECKPOINTS := bert-mlm-nsp bert-clm bert-mlm bert-mlm-sop
 pretrained: $(STAMP)
 	mkdir -p runs
