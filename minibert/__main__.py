@@ -22,7 +22,8 @@ from .train import SCHEDULES, TrainArgs
 
 HEAD_NEEDS = {"mlm": "cls.predictions", "nsp": "cls.seq_relationship"}
 TRAIN_OPTIONS = ("steps", "minutes", "batch_size", "max_length", "lr", "warmup", "schedule", "negatives",
-                 "vocab_size", "corpus", "seed", "eval_every", "dropout")  # passed to pretrain only when given
+                 "vocab_size", "corpus", "seed", "eval_every", "dropout",
+                 "mlm_probability")  # passed to pretrain only when given
 
 
 def load_head(folder, cls, needs=None):
@@ -139,6 +140,9 @@ def parser():
     p.add_argument("--dropout", type=float,
                    help="hidden and attention dropout of the new model (default: the preset's, 0): against overfitting "
                         "a small corpus in long runs")
+    p.add_argument("--mlm-probability", type=float,
+                   help=f"share of the tokens masked for masked LM (default {TrainArgs.mlm_probability:g}; 0.3 formed "
+                        "a neighbour head sooner in the README's measurements)")
     p.add_argument("--negatives", choices=["random", "hard"], help=f"NSP negatives (default {TrainArgs.negatives})")
     p.add_argument("--vocab-size", type=int,
                    help=f"WordPiece vocabulary trained for the run (default {TrainArgs.vocab_size})")

@@ -77,6 +77,8 @@ class TrainArgs:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}; got {self.schedule!r}")
         if not 0 <= self.warmup < 1:
             raise ValueError(f"warmup is a share of the run, in [0, 1); got {self.warmup}")
+        if not 0 < self.mlm_probability <= 1:  # also catches NaN
+            raise ValueError(f"mlm_probability is the share of tokens masked, in (0, 1]; got {self.mlm_probability}")
 
 
 @dataclass

@@ -75,6 +75,14 @@ def test_budgets_that_would_never_stop_are_errors(tmp_path, args, message):
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("rate", ["0", "1.5", "nan"])
+def test_a_masking_rate_outside_0_to_1_is_an_error(tmp_path, rate):
+    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 5, "--mlm-probability", rate,
+              "--out", tmp_path / "run", check=False)
+    assert out.returncode == 2 and "mlm_probability is the share of tokens masked, in (0, 1]" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
+
+
 def test_eval_refuses_a_run_trained_on_documents_in_memory(tmp_path, corpus):
     import minibert
     docs = minibert.Corpus(corpus[:30], corpus.titles[:30])
