@@ -261,7 +261,7 @@ def card_scores(folder):
 def table():
     """The shipped checkpoints as a markdown table, from their cards: what the README shows."""
     rows = ["| checkpoint | objective | steps | minutes | held-out scores (baseline) | everyday blanks top-1 / top-5 "
-            "| size |", "|---|---|---|---|---|---|---|"]
+            "| size (folder) |", "|---|---|---|---|---|---|---|"]
     for name in RECIPES:
         folder = path(name)
         with open(os.path.join(folder, "training_args.json")) as f:
