@@ -1,6 +1,7 @@
 """Shared helpers: small configs and batches with padding and two segments."""
 
 import os
+import re
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -108,3 +109,21 @@ def word_tokenizer():
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     return transformers.PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]",
                                                 cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+CHECK = re.compile(r"^(?:check_\w+\(|quiz\()", re.M)
+
+
+def outputs_text(cell):
+    """What a notebook cell printed, errors included."""
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append(out.get("text", "") if out["output_type"] == "stream" else out.get("data", {}).get("text/plain", ""))
+        if out["output_type"] == "error":
+            parts.append(f"ERROR {out['ename']}: {out['evalue']}")
+    return "".join(parts)
+
+
+def check_cells(nb):
+    """The code cells that end in an exercise check or a quiz."""
+    return [c for c in nb.cells if c.cell_type == "code" and CHECK.search(c.source.strip().splitlines()[-1] + "\n")]

@@ -1,0 +1,77 @@
+"""Classroom use: the student versions, without solutions, still run to the end, with every exercise
+"not done" and every quiz "not answered"."""
+
+import os
+
+import nbformat
+import pytest
+from conftest import check_cells, outputs_text
+
+from minibert.course import BEGIN, END, notebook_paths, write_student_versions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
+
+
+@pytest.fixture(scope="module")
+def student_notebooks(tmp_path_factory):
+    if not NOTEBOOKS:
+        pytest.skip("no notebooks yet")
+    folder = tmp_path_factory.mktemp("student")
+    return write_student_versions(os.path.join(ROOT, "notebooks"), folder)
+
+
+# The student versions run in two kernels side by side, one thread each: two kernels of two threads
+# would spin against each other on a 2-core machine, and one kernel at a time leaves the cores idle
+# while a notebook tokenizes, plots or starts up. Notebooks read the course runs that earlier ones
+# trained from the cache, so each waits for the notebooks whose runs it reads (a run never trains
+# twice at once), and the longest start first.
+READS_RUNS_OF = {"04": ["03"], "07": ["06"], "08": ["03", "04", "05", "06"], "09": ["03", "04"]}
+FIRST = ["03", "05", "06", "04", "09", "07", "08"]  # then the rest, in course order; each after those it reads
+
+
+@pytest.fixture(scope="module")
+def executed_student_notebooks(student_notebooks):
+    """Number ("03") -> (the executed notebook, None) or (None, the exception that stopped it)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from nbclient import NotebookClient
+    paths = {os.path.basename(p)[:2]: p for p in student_notebooks}
+    threads = str(max(1, (os.cpu_count() or 2) // 2))
+    futures = {}
+
+    def execute(number):
+        for earlier in READS_RUNS_OF.get(number, []):
+            if earlier in futures:
+                futures[earlier].result()  # submitted before this one, so already running or done
+        nb = nbformat.read(paths[number], as_version=4)
+        try:
+            NotebookClient(nb, timeout=300, kernel_name="python3",
+                           resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}}).execute(
+                env={**os.environ, "OMP_NUM_THREADS": threads})
+        except Exception as error:  # noqa: BLE001 -- reported by this notebook's own test
+            return None, error
+        return nb, None
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for number in [n for n in FIRST if n in paths] + [n for n in paths if n not in FIRST]:
+            futures[number] = pool.submit(execute, number)
+    return {number: future.result() for number, future in futures.items()}
+
+
+@pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[os.path.basename(p) for p in NOTEBOOKS])
+def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_notebooks, executed_student_notebooks,
+                                                                     index):
+    path = student_notebooks[index]
+    source = nbformat.read(path, as_version=4)
+    assert not any(BEGIN in c.source or END in c.source for c in source.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") for c in source.cells if c.cell_type == "code")
+    nb, error = executed_student_notebooks[os.path.basename(path)[:2]]
+    if error is not None:
+        raise error
+    checks = check_cells(nb)
+    assert checks
+    for cell in checks:
+        text = outputs_text(cell)
+        assert "ERROR" not in text, text
+        assert "not done yet" in text or "not answered yet" in text, f"{cell.source}\n-> {text}"
+        assert "✓" not in text, f"an unsolved exercise passed:\n{cell.source}\n{text}"
