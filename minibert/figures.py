@@ -4,16 +4,17 @@ The same input gives the same bytes: fixed examples and seeds, a fixed dpi, and 
 version string in the files (matplotlib's Agg renderer, without pyplot). tests/test_figures.py
 redraws them and compares with the ones committed in figures/, so a picture that changes or breaks
 is noticed. The learning curves are those of the course's live mlm+nsp run (trained once, about a
-minute on a laptop CPU, then loaded from the cache); the attention and top-k pictures read the
-shipped BERT, checkpoints/bert-mlm-nsp.
+minute on a laptop CPU, then loaded from the cache); its numbers are written beside the picture
+(learning_curves.json), since another CPU trains the same run to slightly different numbers. The
+attention and top-k pictures read the shipped BERT, checkpoints/bert-mlm-nsp.
 """
 
-import hashlib
 import json
 import os
 import sys
 import time
 from functools import cached_property
+from types import SimpleNamespace
 
 import torch
 
@@ -152,16 +153,29 @@ def attention_overview(course):
 
 
 def learning_curves(course):
-    return viz.plot_learning_curves(course.result)
+    return viz.plot_learning_curves(as_run(recorded_run(course.result)))
 
 
-def run_digest(result):
-    """A fingerprint of a training run's numbers. A live run's curves depend on the CPU's arithmetic
-    (bf16 or fp32 kernels, thread count), so its picture is stamped with the run it was drawn from."""
-    untimed = [[{k: v for k, v in row.items() if k != "seconds"} for row in rows]  # wall time varies
-               for rows in (result.history, result.evals)]
-    numbers = json.dumps(untimed, sort_keys=True)
-    return hashlib.sha256(numbers.encode()).hexdigest()[:16]
+# A live run's numbers depend on the CPU's arithmetic (bf16 or fp32 kernels, thread count), so the
+# picture of it is drawn from a record of the run, committed beside it: the test redraws the picture
+# from the record and checks that the record is still the run the course trains.
+RECORDED_RUNS = {"learning_curves.png": "learning_curves.json"}
+
+
+def recorded_run(result):
+    """What a learning-curve picture needs from a training run, rounded, as plain JSON."""
+    def rounded(row):
+        return {k: round(v, 5) if isinstance(v, float) else v for k, v in row.items() if k not in ("seconds", "lr")}
+    return {"objective": result.args.objective,
+            "history": [{"step": h["step"], "loss": round(h["loss"], 4)} for h in result.history],
+            "evals": [rounded(e) for e in result.evals],
+            "baselines": rounded(result.baselines)}
+
+
+def as_run(record):
+    """A recorded run in the shape viz.plot_learning_curves reads (a PretrainResult's fields)."""
+    return SimpleNamespace(history=record["history"], evals=record["evals"], baselines=record["baselines"],
+                           args=SimpleNamespace(objective=record["objective"]))
 
 
 def top_k(course):
@@ -195,16 +209,13 @@ FIGURES = {
 }
 
 
-FROM_THE_LIVE_RUN = {"learning_curves.png"}  # drawn from Course.result, stamped with its run_digest
-
-
-def save(fig, path, source=None):
-    metadata = {"Software": None, **({"Source": source} if source else {})}
-    fig.savefig(path, dpi=DPI, metadata=metadata)  # no version string: same picture, same bytes
+def save(fig, path):
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})  # no version string: same picture, same bytes
 
 
 def generate(outdir, names=None, course=None, verbose=False):
-    """Draw the named figures (default: all) into outdir; returns their paths."""
+    """Draw the named figures (default: all) into outdir, with the records of the runs they show;
+    returns the paths written."""
     unknown = set(names or ()) - set(FIGURES)
     if unknown:
         raise ValueError(f"unknown figures {sorted(unknown)}; choose from {', '.join(FIGURES)}")
@@ -215,8 +226,13 @@ def generate(outdir, names=None, course=None, verbose=False):
             continue
         start = time.perf_counter()
         path = os.path.join(outdir, name)
-        save(draw(course), path, run_digest(course.result) if name in FROM_THE_LIVE_RUN else None)
+        save(draw(course), path)
         paths.append(path)
+        if name in RECORDED_RUNS:
+            record = os.path.join(outdir, RECORDED_RUNS[name])
+            with open(record, "w") as f:  # one row of the run a line
+                f.write(json.dumps(recorded_run(course.result)).replace("}, {", "},\n{") + "\n")
+            paths.append(record)
         if verbose:
             print(f"{path}  ({time.perf_counter() - start:.1f} s)", flush=True)
     return paths
@@ -230,7 +246,7 @@ def main(argv=None):
         return 0 if argv else 2
     start = time.perf_counter()
     paths = generate(argv[0], argv[1:], verbose=True)
-    print(f"{len(paths)} figures in {time.perf_counter() - start:.0f} s")
+    print(f"{len(paths)} files in {time.perf_counter() - start:.0f} s")
     return 0
 
 
