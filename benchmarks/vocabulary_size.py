@@ -15,18 +15,13 @@ kept in --runs and reused when finished; several sizes can go side by side, one 
 """
 
 import argparse
-import json
 import os
-import tempfile
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+from scored_run import train_and_score
 
-from transformers import AutoTokenizer  # noqa: E402
-
-import minibert  # noqa: E402
-from minibert import pretrained  # noqa: E402
-from minibert.blanks import EVERYDAY_BLANKS  # noqa: E402
+import minibert
+from minibert import pretrained
+from minibert.blanks import EVERYDAY_BLANKS
 
 
 def tokens_per_word(tokenizer, documents):
@@ -48,16 +43,8 @@ def main():
           f"{'blanks top-1 %':>15} {'top-5 %':>8} {'fillable':>9} {'minutes':>8}")
     for size in args.vocab_sizes:
         run = os.path.join(args.runs, f"mlm-vocab-{size}")
-        minibert.pretrain("mlm", preset="tiny", steps=args.steps, batch_size=64, max_length=64, vocab_size=size,
-                          eval_every=max(1, args.steps // 4), out=run, reuse=True, progress=False)
-        with tempfile.TemporaryDirectory() as tmp:
-            dest = os.path.join(tmp, f"mlm-vocab-{size}")
-            pretrained.export(run, dest)
-            with open(os.path.join(dest, "eval_results.json")) as f:
-                scores = json.load(f)
-            with open(os.path.join(dest, "training_args.json")) as f:
-                minutes = json.load(f)["minutes"]
-            tokenizer = AutoTokenizer.from_pretrained(dest)
+        scores, minutes, tokenizer = train_and_score(run, preset="tiny", steps=args.steps, batch_size=64,
+                                                     max_length=64, vocab_size=size, eval_every=max(1, args.steps // 4))
         fillable = sum(any(len(tokenizer.tokenize(w)) == 1 for w in words) for _, words in EVERYDAY_BLANKS)
         print(f"{len(tokenizer):>10,} {tokens_per_word(tokenizer, heldout_docs):>12.2f} {scores['mlm_accuracy']:>11.2f} "
               f"{scores['mlm_most_frequent_token_accuracy']:>16.2f} {scores['mlm_loss']:>6.2f} "
