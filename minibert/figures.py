@@ -9,6 +9,7 @@ minute on a laptop CPU, then loaded from the cache); its numbers are written bes
 attention and top-k pictures read the shipped BERT, checkpoints/bert-mlm-nsp.
 """
 
+import dataclasses
 import json
 import os
 import sys
@@ -166,7 +167,7 @@ def recorded_run(result):
     """What a learning-curve picture needs from a training run, rounded, as plain JSON."""
     def rounded(row):
         return {k: round(v, 5) if isinstance(v, float) else v for k, v in row.items() if k not in ("seconds", "lr")}
-    return {"objective": result.args.objective,
+    return {"objective": result.args.objective, "settings": dataclasses.asdict(result.args),
             "history": [{"step": h["step"], "loss": round(h["loss"], 4)} for h in result.history],
             "evals": [rounded(e) for e in result.evals],
             "baselines": rounded(result.baselines)}
