@@ -59,6 +59,11 @@ class Course:
         return minibert.course_run("mlm+nsp", self.corpus, self.tokenizer, verbose=False)
 
     @cached_property
+    def record(self):
+        """The numbers of that run that its learning-curve picture shows (see recorded_run)."""
+        return recorded_run(self.result)
+
+    @cached_property
     def shipped(self):
         """The shipped BERT (checkpoints/bert-mlm-nsp), pretrained for minutes rather than seconds."""
         from minibert import pretrained
@@ -154,7 +159,12 @@ def attention_overview(course):
 
 
 def learning_curves(course):
-    return viz.plot_learning_curves(as_run(recorded_run(course.result)))
+    return learning_curves_of(course.record)
+
+
+def learning_curves_of(record):
+    """The learning-curve picture of a recorded run."""
+    return viz.plot_learning_curves(as_run(record))
 
 
 # A live run's numbers depend on the CPU's arithmetic (bf16 or fp32 kernels, thread count), so the
@@ -167,7 +177,7 @@ def recorded_run(result):
     """What a learning-curve picture needs from a training run, rounded, as plain JSON."""
     def rounded(row):
         return {k: round(v, 5) if isinstance(v, float) else v for k, v in row.items() if k not in ("seconds", "lr")}
-    return {"objective": result.args.objective, "settings": dataclasses.asdict(result.args),
+    return {"settings": dataclasses.asdict(result.args),
             "history": [{"step": h["step"], "loss": round(h["loss"], 4)} for h in result.history],
             "evals": [rounded(e) for e in result.evals],
             "baselines": rounded(result.baselines)}
@@ -176,7 +186,7 @@ def recorded_run(result):
 def as_run(record):
     """A recorded run in the shape viz.plot_learning_curves reads (a PretrainResult's fields)."""
     return SimpleNamespace(history=record["history"], evals=record["evals"], baselines=record["baselines"],
-                           args=SimpleNamespace(objective=record["objective"]))
+                           args=SimpleNamespace(objective=record["settings"]["objective"]))
 
 
 def top_k(course):
@@ -230,10 +240,10 @@ def generate(outdir, names=None, course=None, verbose=False):
         save(draw(course), path)
         paths.append(path)
         if name in RECORDED_RUNS:
-            record = os.path.join(outdir, RECORDED_RUNS[name])
-            with open(record, "w") as f:  # one row of the run a line
-                f.write(json.dumps(recorded_run(course.result)).replace("}, {", "},\n{") + "\n")
-            paths.append(record)
+            record_path = os.path.join(outdir, RECORDED_RUNS[name])
+            with open(record_path, "w") as f:  # one row of the run a line
+                f.write(json.dumps(course.record).replace("}, {", "},\n{") + "\n")
+            paths.append(record_path)
         if verbose:
             print(f"{path}  ({time.perf_counter() - start:.1f} s)", flush=True)
     return paths

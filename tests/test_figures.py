@@ -50,7 +50,7 @@ def test_figure_is_the_committed_one(drawn, name, tmp_path):
     actual = str(drawn / name)
     if name in figures.RECORDED_RUNS:  # a live run: drawn from the numbers of the run it shows
         actual = str(tmp_path / name)
-        figures.save(viz.plot_learning_curves(figures.as_run(committed_record(name))), actual)
+        figures.save(figures.learning_curves_of(committed_record(name)), actual)
     diff = compare_images(expected, actual, tol=TOL)
     assert diff is None, f"figures/{name} is not what the code draws now ({diff}); if that is intended, " \
                          "run `make figures` and commit the new picture"
@@ -60,7 +60,7 @@ def test_figure_is_the_committed_one(drawn, name, tmp_path):
 def test_a_picture_of_the_live_run_shows_the_run_the_course_trains(drawn, course, name):
     """Another CPU trains the course's run to slightly different numbers; a changed recipe or code moves
     them further or changes the settings, and the committed picture would then show a run nobody trains."""
-    committed, here = committed_record(name), figures.recorded_run(course.result)
+    committed, here = committed_record(name), course.record
     with open(drawn / figures.RECORDED_RUNS[name]) as f:
         assert json.load(f) == here  # make figures writes the record of the run it drew
     assert committed["settings"] == here["settings"], f"figures/{name} shows a run with other settings than the " \
