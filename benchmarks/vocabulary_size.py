@@ -44,7 +44,8 @@ def main():
     for size in args.vocab_sizes:
         run = os.path.join(args.runs, f"mlm-vocab-{size}")
         scores, minutes, tokenizer = train_and_score(run, preset="tiny", steps=args.steps, batch_size=64,
-                                                     max_length=64, vocab_size=size, eval_every=max(1, args.steps // 4))
+                                                     max_length=64, vocab_size=size,
+                                                     eval_every=max(1, args.steps // 4))
         fillable = sum(any(len(tokenizer.tokenize(w)) == 1 for w in words) for _, words in EVERYDAY_BLANKS)
         print(f"{len(tokenizer):>10,} {tokens_per_word(tokenizer, heldout_docs):>12.2f} {scores['mlm_accuracy']:>11.2f} "
               f"{scores['mlm_most_frequent_token_accuracy']:>16.2f} {scores['mlm_loss']:>6.2f} "

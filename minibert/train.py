@@ -42,7 +42,8 @@ class TrainArgs:
     minutes: float | None = None  # ... or after this much time, whichever comes first
     # Measured on 2-core CPUs (README, "A recipe that learns faster"): in five minutes of the mini
     # preset, 64 sequences per step at lr 1e-3 reach 25.2% masked-token accuracy on an AMD EPYC
-    # (25.7% on an Intel Xeon with AMX), 16 at 5e-4 15.3% on the same EPYC.
+    # (25.7% on an Intel Xeon with AMX); an earlier measurement on the same EPYC gave 18.7% for them
+    # against 15.3% for 16 at 5e-4.
     # Short sequences (sentence pairs of 128 tokens learned far slower than of 64) and a learning
     # rate held at its peak (wsd: 24.6% after 3,000 tiny steps, against 19.2% with linear decay)
     # also help minutes-long runs.
