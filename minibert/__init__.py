@@ -8,7 +8,7 @@ from .data import (DECISIONS, CausalLMCollator, MLMCollator, class_balance, make
 from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
                     BertForSequenceClassification, sample_next_token)
 from .labels import check_causal_labels, shift_labels
-from .metrics import baselines, evaluate, pseudo_perplexity
+from .metrics import Interval, baselines, bootstrap, evaluate, proportion, pseudo_perplexity
 from .model import BertModel, ModelOutput
 from .tokenizer import train_tokenizer
 from .course import COURSE_RUNS, course_run, run_dir

@@ -18,7 +18,7 @@ import warnings
 
 from .config import PRESETS
 from .metrics import OBJECTIVES
-from .train import SCHEDULES, TrainArgs
+from .train import SCHEDULES, STATE_FILE, TrainArgs
 
 HEAD_NEEDS = {"mlm": "cls.predictions", "nsp": "cls.seq_relationship"}
 TRAIN_OPTIONS = ("steps", "minutes", "batch_size", "max_length", "lr", "warmup", "schedule", "negatives",
@@ -44,7 +44,8 @@ def load_head(folder, cls, needs=None):
 def cmd_pretrain(a):
     from .train import pretrain
     given = {k: getattr(a, k) for k in TRAIN_OPTIONS if getattr(a, k) is not None}  # the rest: TrainArgs' defaults
-    result = pretrain(a.objective, a.preset, out=a.out, resume=a.resume, save_every=a.save_every,
+    preset = a.preset or (None if a.resume else "mini")  # the command line's default preset is larger
+    result = pretrain(a.objective, preset, out=a.out, resume=a.resume, save_every=a.save_every,
                       bf16=a.bf16, **given)
     print(f"saved to {a.out} after {result.history[-1]['step']} steps: {result.report()}")
 
@@ -54,6 +55,8 @@ def cmd_eval(a):
     from .heads import BertForMaskedLM
     from .metrics import baselines, evaluate, format_metrics, pseudo_perplexity
     from .train import model_class, prepare_data, read_state
+    if a.examples < 1:
+        raise ValueError(f"--examples must be at least 1 (how many held-out examples to score), got {a.examples}")
     state = read_state(a.dir)
     if state.get("documents_in_memory"):
         raise ValueError(f"{a.dir!r} was trained on documents passed in memory (pretrain(corpus=[...])), which "
@@ -109,7 +112,21 @@ def cmd_next_sentence(a):
     from .heads import BertForNextSentencePrediction
     model, tokenizer = load_head(a.dir, BertForNextSentencePrediction, "nsp")
     p = model.predict_proba_from_text(tokenizer, a.a, a.b)[0]
-    print(f"P(B follows A) = {p[0]:.1%}   P(B is random) = {p[1]:.1%}   (label 0 = IsNext, 1 = NotNext)")
+    if pair_task_of(a.dir) == "sop":  # the same head, asked another question: is the order right?
+        print(f"P(A then B is the right order) = {p[0]:.1%}   P(swapped) = {p[1]:.1%}   (label 0 = in order, 1 = swapped)")
+    else:
+        print(f"P(B follows A) = {p[0]:.1%}   P(B is random) = {p[1]:.1%}   (label 0 = IsNext, 1 = NotNext)")
+
+
+def pair_task_of(folder):
+    """"sop" for a checkpoint trained on sentence order, as its run state or its export records, else "nsp"."""
+    for name in (STATE_FILE, "training_args.json"):  # a run folder, an exported checkpoint
+        file = os.path.join(folder, name)
+        if os.path.isfile(file):
+            with open(file) as f:
+                args = json.load(f).get("args", {})
+            return "sop" if "sop" in str(args.get("objective", "")) else "nsp"
+    return "nsp"
 
 
 def cmd_export(a):
@@ -123,8 +140,8 @@ def parser():
                                   formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = top.add_subparsers(dest="command", required=True)
     p = sub.add_parser("pretrain", help="pretrain a model with one objective and save it")
-    p.add_argument("--objective", choices=list(OBJECTIVES), default="mlm")
-    p.add_argument("--preset", choices=PRESETS, default="mini")
+    p.add_argument("--objective", choices=list(OBJECTIVES), help="(default mlm; with --resume, the run's own)")
+    p.add_argument("--preset", choices=PRESETS, help="(default mini; with --resume, the run's own)")
     p.add_argument("--minutes", type=float, help="time budget")
     p.add_argument("--steps", type=int, help="step budget")
     p.add_argument("--out", required=True, help="checkpoint folder (transformers format)")
@@ -187,9 +204,16 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, FileNotFoundError, PermissionError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        if args.run is cmd_pretrain:
+            print(f"\ninterrupted: {args.out!r} keeps the last checkpoint saved; to continue the run, give the "
+                  "same command with --resume", file=sys.stderr)
+        else:
+            print("\ninterrupted", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -5,7 +5,8 @@ model.py checks the encoder's inputs (check_inputs); heads.py checks labels (che
 settings of generate (check_generation).
 """
 
-from numbers import Integral
+import math
+from numbers import Integral, Real
 
 import numpy as np
 import torch
@@ -96,11 +97,12 @@ def check_labels(name, labels, shape, num_classes):
 
 
 def check_sampling(temperature, top_k, top_p):
-    if temperature <= 0:
-        raise ValueError(f"temperature must be > 0, got {temperature}; use do_sample=False for greedy decoding")
+    if not (isinstance(temperature, Real) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature}; use do_sample=False for "
+                         "greedy decoding")
     if top_k is not None and (not isinstance(top_k, Integral) or top_k <= 0):
         raise ValueError(f"top_k must be a positive integer, got {top_k!r}; use top_k=None to keep every token")
-    if top_p is not None and not 0 < top_p <= 1:
+    if top_p is not None and not (isinstance(top_p, Real) and 0 < top_p <= 1):
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
 
 

@@ -37,7 +37,10 @@ class Corpus(list):
 
 
 def cache_dir():
-    path = os.environ.get("MINIBERT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "minibert")
+    """MINIBERT_CACHE (a "~" in it means the home folder, as in a shell), else ~/.cache/minibert; an
+    absolute path, so that a notebook and a command in another folder find the same cache."""
+    path = os.path.abspath(os.path.expanduser(os.environ.get("MINIBERT_CACHE") or
+                                              os.path.join("~", ".cache", "minibert")))
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -132,13 +135,17 @@ def read_text_file(path):
     """Google's pretraining format: one sentence per line, a blank line between documents."""
     documents, current = [], []
     with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                current.append(line)
-            elif current:
-                documents.append(current)
-                current = []
+        try:
+            for line in f:
+                line = line.strip()
+                if line:
+                    current.append(line)
+                elif current:
+                    documents.append(current)
+                    current = []
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path!r} is not UTF-8 text (byte {e.start} of a line: {e.object[e.start:e.start + 1]!r}); "
+                             "convert it first, e.g. iconv -f latin1 -t utf-8 IN > OUT") from None
     if current:
         documents.append(current)
     return documents

@@ -3,6 +3,7 @@
     minibert.course_run("mlm", corpus, tokenizer)     # the notebooks' runs, trained once and cached
     python -m minibert.course student build/student   # exercises without solutions (make student)
     python -m minibert.course site build/site         # static HTML of the executed notebooks (make site)
+    python -m minibert.course prose [NOTEBOOK ...]    # words and quoted numbers of each lesson's prose
 
 The notebooks in notebooks/ are the solution versions. Each exercise's solution sits between
 `### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's convention, so nbgrader can use them as they
@@ -20,6 +21,8 @@ import shutil
 import sys
 
 from .corpus import cache_dir
+from .cache import cached, entry_lock, writable  # noqa: F401 (cached: the notebooks use it from here)
+from .hub import locked
 from .metrics import check_objective
 from .train import pretrain
 
@@ -49,35 +52,23 @@ def run_dir(name):
 def course_run(objective, corpus, tokenizer, **overrides):
     """The course's standard run of an objective, saved in the cache and loaded from there when a
     finished run with the same settings, data and code exists: notebooks needing the same model
-    share it, and re-running a notebook takes seconds. Pass overrides to change any setting."""
+    share it, and re-running a notebook takes seconds. Pass overrides to change any setting. Two
+    processes asking for the same run at once (a class on one server) train it once: the second
+    waits for the first and loads its result."""
     check_objective(objective)
     settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
                        progress=False), **COURSE_RUNS[objective]}
     settings.update(overrides)
     settings.setdefault("eval_every", max(1, settings["steps"] // 10))
-    shown = ("progress", "verbose")  # how a run is displayed does not change the run
+    shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
     tag = hashlib.sha256(json.dumps({k: v for k, v in settings.items() if k not in shown}, sort_keys=True,
                                     default=str).encode()).hexdigest()[:8]
-    return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=run_dir(f"{objective}-{tag}"), reuse=True,
-                    **settings)
-
-
-def cached(name, key, compute):
-    """compute() once, then its result from the cache (a notebook's own training, say): name is a file
-    name, key anything JSON-able that decides the result (settings, data, code, starting weights). A
-    different key computes it again. The result (tensors, numbers, strings) is saved whole or not at all."""
-    import torch
-    path = run_dir(name) + ".pt"
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
-    if os.path.exists(path):
-        saved = torch.load(path)
-        if saved["key"] == digest:
-            return saved["value"]
-    value = compute()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    torch.save({"key": digest, "value": value}, path + ".tmp")
-    os.replace(path + ".tmp", path)
-    return value
+    out = run_dir(f"{objective}-{tag}")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with locked(entry_lock(out)):
+        if not os.path.isdir(out) and not writable(os.path.dirname(out)):
+            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
+        return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
 
 
 # ---- student versions ----
@@ -138,6 +129,94 @@ def write_student_versions(src="notebooks", dst="build/student"):
     if not written:
         raise ValueError(f"no notebooks matching {NOTEBOOK_GLOB} in {src!r}")
     return written
+
+
+# ---- the lessons' prose ----
+
+# A lesson is one sitting: at most WORD_BUDGET words of markdown before its exercises, the eleven
+# together at most COURSE_WORD_BUDGET. Its prose says what a result means; the result itself (an
+# accuracy, a loss, a time) is printed or drawn by a cell, so a rerun on another CPU cannot contradict
+# the text. Prose may quote numbers fixed by the setup (15%, 600 steps, 2 layers), a few dozen at most.
+WORD_BUDGET = 2000
+COURSE_WORD_BUDGET = 20000
+NUMBER_BUDGET = 40
+EXERCISES_HEADING = re.compile(r"^##\s+\d+\.\s+Exercises", re.M)
+NOT_PROSE = re.compile(r"```.*?```|`[^`\n]*`|\$\$.*?\$\$|\$[^$\n]+\$|<[^>\n]+>|\]\([^)\n]*\)|^#[^\n]*$", re.S | re.M)
+# references to the course's own parts are names, not measurements: notebook 04, notebooks 03-05,
+# section 2, exercise 06.1, q3
+REFERENCE = re.compile(r"\bnotebooks?\s+\d\d(?:\s*(?:,|-|–|to|and|or)\s*\d\d)*|\bsections?\s+\d+(?:\s*(?:,|and|-)\s*\d+)*"
+                       r"|§\s*\d+|\b0\d\.\d+\b|(?:exercises?\s+|\*\*)10\.\d+|\bq\d+\b", re.I)
+NUMBER = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")
+
+
+def lesson_markdown(nb):
+    """The markdown cells of a lesson's main path: everything before its Exercises heading."""
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            if EXERCISES_HEADING.search(cell.source):
+                break
+            cells.append(cell.source)
+    return cells
+
+
+def prose(markdown):
+    """Markdown without code, formulas, HTML, link targets and headings: the sentences a student reads."""
+    return NOT_PROSE.sub(" ", markdown)
+
+
+def prose_words(nb):
+    return sum(len(text.split()) for text in lesson_markdown(nb))
+
+
+def prose_numbers(nb):
+    """The numbers a lesson's prose quotes, course references (notebook 04, exercise 06.1) left out."""
+    return [n for text in lesson_markdown(nb) for n in NUMBER.findall(REFERENCE.sub(" ", prose(text)))]
+
+
+def output_text(cell):
+    parts = []
+    for out in cell.get("outputs", []):
+        if "text" in out:
+            parts.append(out["text"] if isinstance(out["text"], str) else "".join(out["text"]))
+        for kind in ("text/plain", "text/markdown", "text/html"):
+            value = out.get("data", {}).get(kind)
+            if value:
+                parts.append(value if isinstance(value, str) else "".join(value))
+    return "\n".join(parts)
+
+
+def quoted_measurements(nb):
+    """Decimal numbers in the notebook's prose that its own outputs print too: a measurement copied
+    into the text, which the next run on another machine will contradict."""
+    printed = set(DECIMAL.findall("\n".join(output_text(c) for c in nb.cells if c.cell_type == "code")))
+    quoted = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            quoted += [n for n in DECIMAL.findall(REFERENCE.sub(" ", prose(cell.source))) if n in printed]
+    return quoted
+
+
+def prose_report(paths):
+    """One line per lesson: words and numbers against their budgets, and any quoted measurement."""
+    import nbformat
+    total, lines = 0, []
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        words, numbers, quoted = prose_words(nb), prose_numbers(nb), quoted_measurements(nb)
+        total += words
+        lines.append(f"{os.path.basename(path):<40} {words:>5} words (budget {WORD_BUDGET}), {len(numbers):>3} numbers "
+                     f"in prose (budget {NUMBER_BUDGET}), quoted measurements: {', '.join(quoted) or 'none'}")
+    lines.append(f"{'all':<40} {total:>5} words (budget {COURSE_WORD_BUDGET})")
+    return "\n".join(lines)
+
+
+def say(text):
+    """Show a sentence built from measured values as formatted text under a cell (Markdown), so the
+    numbers a conclusion rests on come from this run: say(f"The shipped model is right **{acc:.0%}** of the time.")."""
+    from IPython.display import Markdown, display
+    display(Markdown(text))
 
 
 # ---- the website ----
@@ -275,6 +354,9 @@ def build_site(src="notebooks", dst="build/site", figures="figures"):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["prose"]:
+        print(prose_report(argv[1:] or notebook_paths()))
+        return 0
     if len(argv) not in (1, 2) or argv[0] not in ("student", "site"):
         print(__doc__)
         return 2

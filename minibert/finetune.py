@@ -18,7 +18,9 @@ import random
 
 import torch
 
-from .corpus import cache_dir
+from .cache import cached
+from .hub import WEIGHT_FILES
+from .metrics import bootstrap
 
 # ---- tasks ----
 REAL, CORRUPTED = 0, 1
@@ -134,11 +136,8 @@ def predict(model, tokenizer, texts, batch_size=128, max_length=64):
 
 
 def accuracy_interval(right):
-    """Accuracy and its 95% interval (normal approximation to the binomial: ±2 standard errors)."""
-    right = torch.as_tensor(right, dtype=torch.float64)
-    p = right.mean().item()
-    half = 2 * (p * (1 - p) / len(right)) ** 0.5
-    return p, max(0.0, p - half), min(1.0, p + half)
+    """Accuracy (the share of `right` that is true) and its 95% bootstrap interval."""
+    return bootstrap(torch.as_tensor(right, dtype=torch.float64))
 
 
 def mean_interval(values):
@@ -155,37 +154,47 @@ def frozen_probe_accuracy(model, tokenizer, train_texts, train_labels, test_text
     return probe.predict(sentence_features(model, tokenizer, test_texts)) == torch.as_tensor(test_labels)
 
 
-def split(task):
-    """(train texts, train labels, test texts, test labels): fold 0 trains, fold 1 tests."""
+def split(task, validation=False):
+    """(train texts, train labels, test texts, test labels): fold 0 trains, fold 1 tests. With
+    validation=True the test fold is left untouched: the training fold is cut in two instead, the last
+    quarter of each class's examples (in task order) held back to score on. Settings such as the
+    learning rate are chosen that way; the test fold scores the chosen setting once, at the end. In task
+    order a real sentence and its corrupted copy have the same rank within their classes, so a pair
+    always stays on one side."""
+    if validation:
+        task = [(x, y, fold) for x, y, fold in task if fold == 0]
+        total = {y: sum(1 for _, c, _ in task if c == y) for _, y, _ in task}
+        seen = dict.fromkeys(total, 0)
+        held_back = []
+        for x, y, _ in task:
+            held_back.append((x, y, int(seen[y] >= total[y] - total[y] // 4)))
+            seen[y] += 1
+        task = held_back
     train = [(x, y) for x, y, fold in task if fold == 0]
     test = [(x, y) for x, y, fold in task if fold == 1]
     return [x for x, _ in train], [y for _, y in train], [x for x, _ in test], [y for _, y in test]
 
 
-def run(checkpoint, task, fraction, seed, tokenizer, pretrained=True, steps=80, lr=2e-3):
+def run(checkpoint, task, fraction, seed, tokenizer, pretrained=True, steps=80, lr=2e-3, validation=False):
     """Fine-tune a BertForSequenceClassification on `fraction` of the task's training fold and test it
     on the other fold. It starts from the checkpoint's weights, or (pretrained=False) from random
-    weights of the same shape. Returns a bool tensor: each test example right or wrong. The result is
-    cached (MINIBERT_CACHE), so running the notebook again takes seconds."""
+    weights of the same shape. validation=True trains and scores inside the training fold instead
+    (split(task, validation=True)), to choose a setting without looking at the test fold. Returns a
+    bool tensor: each scored example right or wrong. The result is cached (MINIBERT_CACHE), so running
+    the notebook again takes seconds."""
     from .heads import BertForSequenceClassification
-    train_x, train_y, test_x, test_y = split(task)
-    key = cache_key(checkpoint, task, fraction, seed, pretrained, steps, lr)
-    path = os.path.join(cache_dir(), "finetune", key + ".json")
-    if os.path.exists(path):
-        with open(path) as f:
-            return torch.tensor(json.load(f)["right"], dtype=torch.bool)
-    keep = label_subset(train_y, fraction, seed).tolist()
-    torch.manual_seed(seed)
-    model = BertForSequenceClassification.from_pretrained(checkpoint, num_labels=max(train_y) + 1)
-    if not pretrained:
-        model = BertForSequenceClassification(model.config)  # same shape, random weights
-    fine_tune(model, tokenizer, [train_x[i] for i in keep], [train_y[i] for i in keep], steps, lr=lr, seed=seed)
-    right = predict(model, tokenizer, test_x) == torch.tensor(test_y)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump({"right": right.int().tolist()}, f)
-    os.replace(path + ".tmp", path)  # whole or not at all
-    return right
+    train_x, train_y, test_x, test_y = split(task, validation)
+    key = cache_key(checkpoint, task, fraction, seed, pretrained, steps, lr, *(["validation"] if validation else []))
+
+    def compute():
+        keep = label_subset(train_y, fraction, seed).tolist()
+        torch.manual_seed(seed)
+        model = BertForSequenceClassification.from_pretrained(checkpoint, num_labels=max(train_y) + 1)
+        if not pretrained:
+            model = BertForSequenceClassification(model.config)  # same shape, random weights
+        fine_tune(model, tokenizer, [train_x[i] for i in keep], [train_y[i] for i in keep], steps, lr=lr, seed=seed)
+        return (predict(model, tokenizer, test_x) == torch.tensor(test_y)).int().tolist()
+    return torch.tensor(cached(key, key, compute, folder="finetune"), dtype=torch.bool)
 
 
 def cache_key(checkpoint, task, *settings):
@@ -194,7 +203,9 @@ def cache_key(checkpoint, task, *settings):
     from .train import TRAINING_CODE
     h = hashlib.sha256()
     here = os.path.dirname(os.path.abspath(__file__))
-    for path in [os.path.join(checkpoint, "model.safetensors"), __file__,
+    weights = next((os.path.join(checkpoint, w) for w in WEIGHT_FILES if os.path.isfile(os.path.join(checkpoint, w))),
+                   os.path.join(checkpoint, WEIGHT_FILES[0]))  # safetensors or pytorch_model.bin, as loading reads
+    for path in [weights, __file__,
                  *(os.path.join(here, name) for name in TRAINING_CODE)]:
         with open(path, "rb") as f:
             h.update(f.read())

@@ -2,18 +2,22 @@
 
 Class and parameter names follow transformers (`cls.predictions.decoder`, `cls.seq_relationship`), so a
 checkpoint of one loads into the other. Conventions, as in Google's BERT and transformers:
-  * a label of -100 is ignored by every loss;
+  * a label of -100 is ignored by every loss; when every label is -100 there is nothing to learn: the
+    loss is 0 (with a zero gradient), while a score of what was learned (accuracy, perplexity) is NaN,
+    since nothing was measured;
   * next-sentence label 0 means "B follows A" (IsNext), 1 means "B is a random sentence" (NotNext);
   * BertForCausalLM takes labels = input_ids and shifts them itself: position t learns token t+1.
 """
 
 import warnings
+from numbers import Integral
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .checks import IGNORE_INDEX, as_tensor, check_generation, check_labels, check_sampling
+from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
 from .labels import check_causal_labels, shift_labels
 from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
 
@@ -55,7 +59,8 @@ class BertPreTrainingHeads(nn.Module):
 
 
 def token_loss(logits, labels, shift=False, ignore_index=IGNORE_INDEX, reduction="mean"):
-    """Cross-entropy of (B, T, V) logits against (B, T) labels; with shift, position t is scored on t+1."""
+    """Cross-entropy of (..., V) logits against (...) labels (tokens, pairs or texts); with shift, position t
+    of (B, T, V) logits is scored on token t+1. Nothing labelled gives 0, the rule of every loss here."""
     if shift:  # move the labels, not the (much larger) logits; the last position has nothing to predict
         labels = shift_labels(labels, ignore_index)  # (B, T)
     if reduction == "mean" and not (labels != ignore_index).any():
@@ -172,6 +177,9 @@ class BertForMaskedLM(BertPreTrainedModel):
         positions = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero().flatten()
         if not len(positions):
             raise ValueError(f"fill_mask needs at least one {tokenizer.mask_token} in the text: {text!r}")
+        if not isinstance(top_k, Integral) or not 1 <= top_k <= self.config.vocab_size:
+            raise ValueError(f"top_k must be a whole number from 1 to the vocabulary size "
+                             f"({self.config.vocab_size}), got {top_k!r}")
         probs = self(**enc).logits[0, positions].softmax(-1)  # (M, V)
         top = probs.topk(top_k, dim=-1)
         return [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids)]
@@ -198,7 +206,7 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         loss = None
         if labels is not None:
             check_labels("labels (0 = IsNext, 1 = NotNext)", labels, logits.shape[:1], 2)
-            loss = F.cross_entropy(logits, labels)
+            loss = token_loss(logits, labels)
         return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
                                         attentions=out.attentions), return_dict)
 
@@ -244,7 +252,7 @@ class BertForPreTraining(BertPreTrainedModel):
         if next_sentence_label is not None:
             check_labels("next_sentence_label (0 = IsNext, 1 = NotNext)", next_sentence_label,
                          nsp_logits.shape[:1], 2)
-            nsp_loss = F.cross_entropy(nsp_logits, next_sentence_label)
+            nsp_loss = token_loss(nsp_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
         return model_output(ModelOutput(loss=sum(parts) if parts else None,
                                         **mlm_fields(mlm_logits, masked, "prediction_logits"),
@@ -275,8 +283,12 @@ class BertForSequenceClassification(BertPreTrainedModel):
         if labels is not None and self.config.num_labels == 1:  # one output: regression
             loss = F.mse_loss(logits.squeeze(-1), labels.float())
         elif labels is not None:
+            if labels.dim() == 2 and len(labels) == len(logits):
+                raise ValueError(f"labels of shape {tuple(labels.shape)}, one column per class, are multi-label "
+                                 "targets; this classifier does single-label classification (labels of shape "
+                                 "(batch,), one class id per text) or regression (num_labels=1)")
             check_labels("labels", labels, logits.shape[:1], self.config.num_labels)
-            loss = F.cross_entropy(logits, labels)
+            loss = token_loss(logits, labels)
         return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
                                         attentions=out.attentions), return_dict)
 
@@ -328,7 +340,29 @@ class BertForCausalLM(BertPreTrainedModel):
 
     @torch.no_grad()
     def get_perplexity(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
+        labels = as_tensor("labels", labels, self.device)
+        scored = label_rules.shift_labels(labels, ignore_index) if shift_labels else labels
+        if not (scored != ignore_index).any():
+            return torch.tensor(float("nan"))  # nothing to score: not the 1.0 of a perfect model
         return self.get_loss(labels, shift_labels=shift_labels, ignore_index=ignore_index, **inputs).exp()
+
+    @torch.no_grad()
+    def get_accuracy(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
+        """The share of scored positions whose argmax is the target (a 0-dim tensor); positions whose
+        target is ignore_index leave both the count and the total."""
+        labels = as_tensor("labels", labels, self.device)
+        predictions = self.predict_token_ids(**inputs)  # (B, T)
+        if shift_labels:
+            labels = label_rules.shift_labels(labels, ignore_index)  # position t is scored on token t+1
+        scored = labels != ignore_index
+        if not scored.any():
+            return torch.tensor(float("nan"))  # nothing to score: no accuracy, not 0 and not 1
+        return (predictions[scored] == labels[scored]).float().mean()
+
+    @torch.no_grad()
+    def predict_token_ids(self, **inputs):
+        """(B, T): the most likely next token at every position (position t guesses token t+1)."""
+        return self(**inputs).logits.argmax(-1)
 
     @torch.no_grad()
     def get_next_token_logits(self, **inputs):

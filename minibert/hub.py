@@ -5,6 +5,7 @@ replaces it in one rename, so a crash never leaves half a checkpoint behind.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -22,47 +23,103 @@ BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # old checkp
 
 
 @contextlib.contextmanager
-def atomic_folder(path):
-    """Yield a temporary folder to fill; on success it replaces `path` whole. Files of an existing
-    `path` that were not rewritten (a tokenizer, say) are carried over, old weights are not."""
+def locked(path, shared=False):
+    """Hold an flock on `path` (a folder, or a lock file created if missing): shared for readers,
+    exclusive for writers; waits for the other side. Without a way to open it (a read-only place with
+    no lock file yet) nothing can be written there either, so reading goes ahead unlocked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (0 if os.path.isdir(path) else os.O_CREAT), 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def parent_of(path):
+    return os.path.dirname(os.path.abspath(path))
+
+
+@contextlib.contextmanager
+def atomic_folder(path, carry_over=True):
+    """Yield a temporary folder to fill; on success it replaces `path` whole. With carry_over, files of
+    an existing `path` that were not rewritten (a tokenizer, say) are kept, old weights are not. The swap
+    holds the parent folder's lock, which readers take too (`locked(parent, shared=True)`), so a reader
+    never finds the folder missing between the two renames."""
     path = os.path.abspath(path)
     parent, name = os.path.split(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"cannot save a checkpoint folder at {path!r}: a file of that name is in the way; "
                          "choose another path or remove the file")
     os.makedirs(parent, exist_ok=True)
-    remove_stale_temporaries(parent, name)
+    with locked(parent):
+        recover_interrupted_saves(parent, name)
     tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+    with locked(tmp):  # marks the temporary folder as in use: another writer's clean-up leaves it alone
+        try:
+            yield tmp
+            share_like_any_file(tmp)
+            with locked(parent):
+                if os.path.isdir(path):
+                    for entry in os.listdir(path) if carry_over else ():
+                        if entry in WEIGHT_FILES or os.path.exists(os.path.join(tmp, entry)):
+                            continue
+                        src, dst = os.path.join(path, entry), os.path.join(tmp, entry)
+                        shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy2(src, dst)
+                    old = tmp + ".old"
+                    os.rename(path, old)
+                    os.rename(tmp, path)
+                    shutil.rmtree(old)
+                else:
+                    os.rename(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+
+def share_like_any_file(path):
+    """Give a saved file, or a folder and everything in it, the permissions the user's umask gives any
+    new file. mkdtemp/mkstemp make them private and safetensors writes its files readable by their owner
+    only; a checkpoint or a class's shared cache must be readable by whoever may read the user's other files."""
     umask = os.umask(0)
     os.umask(umask)
-    os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; a checkpoint is shared like any folder
-    try:
-        yield tmp
-        if os.path.isdir(path):
-            for entry in os.listdir(path):
-                if entry in WEIGHT_FILES or os.path.exists(os.path.join(tmp, entry)):
-                    continue
-                src, dst = os.path.join(path, entry), os.path.join(tmp, entry)
-                shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy2(src, dst)
-            old = tmp + ".old"
-            os.rename(path, old)
-            os.rename(tmp, path)
-            shutil.rmtree(old)
-        else:
-            os.rename(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    if not os.path.isdir(path):
+        os.chmod(path, 0o666 & ~umask)
+        return
+    os.chmod(path, 0o777 & ~umask)
+    for root, dirs, files in os.walk(path):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777 & ~umask)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666 & ~umask)
 
 
-def remove_stale_temporaries(parent, name):
+def recover_interrupted_saves(parent, name):
     """A save that was killed (not one that failed: that cleans up) leaves its temporary folder
-    `.NAME.<random>.tmp`, full weights and all, beside the target; the next save of NAME removes them.
-    (Two processes saving to the same folder at once are not supported.)"""
-    stale = re.compile(rf"\.{re.escape(name)}\.[^.]+\.tmp(\.old)?")  # what mkdtemp below names, and its .old
-    for entry in os.listdir(parent):
-        if stale.fullmatch(entry) and os.path.isdir(os.path.join(parent, entry)):
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+    `.NAME.<random>.tmp` beside the target; one killed between its two renames leaves the previous
+    checkpoint as `.NAME.<random>.tmp.old` and no NAME. The previous checkpoint is put back; the
+    leftovers of dead saves are removed; a temporary folder that another process is filling is kept."""
+    stale = re.compile(rf"\.{re.escape(name)}\.[^.]+\.tmp(\.old)?")  # what mkdtemp names, and its .old
+    for entry in sorted(os.listdir(parent)):
+        full = os.path.join(parent, entry)
+        if not (stale.fullmatch(entry) and os.path.isdir(full)):
+            continue
+        if entry.endswith(".old") and not os.path.exists(os.path.join(parent, name)):
+            os.rename(full, os.path.join(parent, name))
+            warnings.warn(f"{os.path.join(parent, name)!r} was restored from {entry!r}: a save of it was "
+                          "interrupted between its two renames", stacklevel=4)
+            continue
+        fd = os.open(full, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: nobody is filling it
+        except BlockingIOError:
+            continue
+        finally:
+            os.close(fd)
+        shutil.rmtree(full, ignore_errors=True)
 
 
 def write_weights(model, folder):
@@ -81,6 +138,13 @@ def save_pretrained(model, path):
         write_weights(model, tmp)
 
 
+def unreadable(what, folder):
+    """The error for a checkpoint that is there but that this user may not read (another user's cache)."""
+    mode = oct(os.stat(what).st_mode & 0o777)[2:]
+    return PermissionError(f"{what!r} cannot be read by you (permissions {mode}): it belongs to another user or "
+                           f"was saved private. Its owner can share the checkpoint with: chmod -R a+rX {folder!r}")
+
+
 def damaged(file, why):
     """The error for a checkpoint file that is there but cannot be used: which file, why, and what to do."""
     return ValueError(f"{file!r} cannot be read: {why}. An interrupted save, copy or download leaves a file like "
@@ -91,8 +155,18 @@ def read_config(path, **overrides):
     if os.path.isfile(path):
         raise ValueError(f"{path!r} is a file; pass the checkpoint folder that holds config.json and the weights")
     if not os.path.isdir(path):
+        parent, name = os.path.split(os.path.abspath(path))
+        left = [e for e in os.listdir(parent) if re.fullmatch(rf"\.{re.escape(name)}\.[^.]+\.tmp\.old", e)] \
+            if os.path.isdir(parent) else []
+        if left:
+            raise FileNotFoundError(f"no checkpoint folder at {path!r}, but a save of it was interrupted between its "
+                                    f"two renames and left the previous checkpoint in {left[0]!r}: put it back with "
+                                    f"mv {os.path.join(parent, left[0])!r} {os.path.join(parent, name)!r}")
         raise FileNotFoundError(f"no checkpoint folder at {path!r}")
     config_file = os.path.join(path, "config.json")
+    for needed in (path, config_file, *[os.path.join(path, w) for w in WEIGHT_FILES]):
+        if os.path.exists(needed) and not os.access(needed, os.R_OK | (os.X_OK if os.path.isdir(needed) else 0)):
+            raise unreadable(needed, path)
     if not os.path.isfile(config_file):
         raise ValueError(f"{path!r} has no config.json: it is not a transformers/minibert checkpoint folder")
     try:
@@ -113,6 +187,11 @@ def read_config(path, **overrides):
 
 def read_state_dict(path):
     present = [os.path.join(path, name) for name in WEIGHT_FILES if os.path.isfile(os.path.join(path, name))]
+    shards = [name for name in os.listdir(path) if name.endswith((".safetensors.index.json", ".bin.index.json"))]
+    if not present and shards:
+        raise ValueError(f"{path!r} holds a checkpoint split into shards ({shards[0]}), which minibert does not read: "
+                         "load it once with transformers and save it whole, "
+                         "model.save_pretrained(folder, max_shard_size='100GB')")
     if not present:
         raise ValueError(f"{path!r} has a config.json but no weights ({' or '.join(WEIGHT_FILES)})")
     file = present[0]  # model.safetensors when both are there
@@ -156,9 +235,11 @@ def match_keys(state, model):
 
 
 def load_pretrained(cls, path, **config_overrides):
-    config = read_config(path, **config_overrides)
+    with locked(parent_of(path), shared=True):  # not while a save swaps the folder in
+        config = read_config(path, **config_overrides)
+        raw_state = read_state_dict(path)
     model = cls(config)
-    state = match_keys(read_state_dict(path), model)
+    state = match_keys(raw_state, model)
     expected = model.state_dict()
     if not any(k in expected for k in state):  # loading would give a random model, with only a warning
         raise ValueError(f"none of the {len(state)} tensors in the weights of {path!r} is a weight of {cls.__name__} "

@@ -17,6 +17,60 @@ from .data import IGNORE_INDEX, CausalLMCollator, MLMCollator, collate
 from .heads import token_loss
 from .labels import shift_labels
 
+# ---- how sure a score is: one kind of interval for the whole course ----
+
+class Interval(NamedTuple):
+    """A score measured on a sample of held-out text and its 95% bootstrap interval: the range of
+    scores that other samples of the same size would plausibly give. f"{iv:.1%}" -> "11.4% [10.2%, 12.6%]"."""
+    estimate: float
+    low: float
+    high: float
+
+    def __format__(self, spec):
+        return f"{format(self.estimate, spec)} [{format(self.low, spec)}, {format(self.high, spec)}]"
+
+    def includes(self, value):
+        return self.low <= value <= self.high
+
+    def map(self, f):
+        """The interval of f(score) for an increasing f: bootstrap(losses).map(math.exp) is a perplexity."""
+        return Interval(f(self.estimate), f(self.low), f(self.high))
+
+
+BOOTSTRAP_SAMPLES = 1000
+BOOTSTRAP_SEED = 0  # a fixed seed: the same scores always get the same interval
+
+
+def bootstrap(values, groups=None, samples=BOOTSTRAP_SAMPLES, level=0.95):
+    """The mean of `values` (one number per scored item: 1/0 for right/wrong, a loss, the difference
+    between two models on the same item) and its bootstrap interval. The held-out set is drawn again
+    `samples` times with replacement, and the middle `level` of the resampled means is the interval.
+    `groups` (one id per value: the block or document it came from) resamples whole groups, since
+    the tokens of one block are not independent draws. To compare two models, pass the per-item
+    differences: an interval that excludes 0 is a difference this test set can see."""
+    values = torch.as_tensor(values, dtype=torch.float64).flatten()
+    if len(values) == 0:
+        raise ValueError("bootstrap needs at least one value: nothing was scored")
+    groups = torch.arange(len(values)) if groups is None else torch.as_tensor(groups).flatten()
+    if len(groups) != len(values):
+        raise ValueError(f"bootstrap got {len(values)} values but {len(groups)} group ids: give one per value")
+    groups = torch.unique(groups, return_inverse=True)[1]
+    sums = torch.zeros(int(groups.max()) + 1, dtype=torch.float64).index_add_(0, groups, values)  # per group
+    counts = torch.bincount(groups).double()
+    picks = torch.randint(len(sums), (samples, len(sums)), generator=torch.Generator().manual_seed(BOOTSTRAP_SEED))
+    means = sums[picks].sum(1) / counts[picks].sum(1)  # (samples,) the mean on each redrawn test set
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return Interval(values.mean().item(), low, high)
+
+
+def proportion(right, total):
+    """`right` of `total` items right (a score reported as a count), with its bootstrap interval."""
+    if not 0 <= right <= total or total == 0:
+        raise ValueError(f"a proportion needs 0 <= right <= total and total > 0, got {right} of {total}")
+    return bootstrap(torch.cat([torch.ones(right), torch.zeros(total - right)]))
+
+
 class Objective(NamedTuple):
     model_class: str  # the class that trains it (the same name in minibert and transformers)
     pair_task: str | None  # "nsp" or "sop": its examples are sentence pairs; None: blocks of text
@@ -39,9 +93,10 @@ def check_objective(objective):
     return OBJECTIVES[objective]
 
 
-def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None):
+def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None, mask_replace_prob=0.8,
+                  random_replace_prob=0.1):
     if check_objective(objective).masked_lm:
-        return MLMCollator(tokenizer, mlm_probability, seed=seed)
+        return MLMCollator(tokenizer, mlm_probability, mask_replace_prob, random_replace_prob, seed=seed)
     if objective == "clm":
         return CausalLMCollator(tokenizer)
     return lambda examples: collate(examples, tokenizer.pad_token_id, len(tokenizer))  # NSP / SOP: nothing masked

@@ -114,6 +114,27 @@ def blank_scores(folder):
 
 
 # ---- export: a run folder -> a checkpoint folder with its card ----
+def check_export_folder(run, dest):
+    """The absolute folder an export writes: new or empty, or an earlier export of ours (replaced
+    whole); never the run itself (its float32 weights and optimizer state), another run, or other files."""
+    from .train import STATE_FILE
+    if os.fspath(dest) == "":
+        raise ValueError('dest="" names no folder: give the folder to export the checkpoint to')
+    path = os.path.realpath(dest)
+    if path == os.path.realpath(run):
+        raise ValueError(f"exporting {os.fspath(run)!r} onto itself would replace the run's float32 weights by bfloat16 ones "
+                         "(and --resume would continue from them): give another folder")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{os.fspath(dest)!r} is a file; an exported checkpoint is a folder: choose another path")
+    if os.path.isdir(path) and os.listdir(path) and (os.path.isfile(os.path.join(path, STATE_FILE))
+                                                     or not os.path.isfile(os.path.join(path, "training_args.json"))):
+        found = sorted(os.listdir(path))
+        what = "a training run" if STATE_FILE in found else "a folder of other files"
+        raise ValueError(f"{os.fspath(dest)!r} is {what}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}. "
+                         "An export goes to a new or empty folder, or replaces an earlier export: choose another folder")
+    return path
+
+
 def export(run, dest, note=None):
     """Write the checkpoint of a finished run: bfloat16 weights (half the size; they load as float32),
     the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all. note: a
@@ -123,9 +144,10 @@ def export(run, dest, note=None):
     state = read_state(run)
     if not state["finished"]:
         raise ValueError(f"{run!r} has not finished training (step {state['step']}); resume it first")
+    dest = check_export_folder(run, dest)
     result = load_result(run, state)
     name = os.path.basename(os.path.normpath(dest))
-    with atomic_folder(dest) as tmp:
+    with atomic_folder(dest, carry_over=False) as tmp:  # an export is complete: nothing of an older one stays
         half = copy.deepcopy(result.model).to(torch.bfloat16)
         write_weights(half, tmp)  # config.json says float32: the computation stays in float32
         result.tokenizer.save_pretrained(tmp)

@@ -8,7 +8,9 @@ a time budget, held-out evaluation printed beside its trivial baseline, and chec
 transformers' format that resume exactly (same data order, masks, dropout and optimizer state).
 """
 
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -59,6 +61,8 @@ class TrainArgs:
     eval_every: int | None = None  # steps between evaluations; default: 5 spread over the budget
     eval_examples: int = 512  # held-out examples per evaluation
     mlm_probability: float = 0.15
+    mask_replace_prob: float = 0.8  # of the selected tokens, the share replaced by [MASK] ...
+    random_replace_prob: float = 0.1  # ... and by a random token; the rest stay as they are (BERT's 80/10/10)
     dropout: float | None = None  # hidden and attention dropout of a new model; None: the preset's (0)
     negatives: str = "random"  # NSP negatives: random | hard
     prior_init: bool = True  # a new model's output bias starts at the log unigram frequencies
@@ -81,6 +85,13 @@ class TrainArgs:
             raise ValueError(f"warmup is a share of the run, in [0, 1); got {self.warmup}")
         if not 0 < self.mlm_probability <= 1:  # also catches NaN
             raise ValueError(f"mlm_probability is the share of tokens masked, in (0, 1]; got {self.mlm_probability}")
+        for name in ("mask_replace_prob", "random_replace_prob"):
+            value = getattr(self, name)
+            if not 0 <= value <= 1:  # also catches NaN
+                raise ValueError(f"{name} is a share of the selected tokens, in [0, 1]; got {value}")
+        if self.mask_replace_prob + self.random_replace_prob > 1:
+            raise ValueError(f"mask_replace_prob ({self.mask_replace_prob}) + random_replace_prob "
+                             f"({self.random_replace_prob}) must be at most 1; the rest is kept unchanged")
 
 
 @dataclass
@@ -205,7 +216,9 @@ class Trainer:
         self.optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": args.weight_decay},
                                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr,
                                            betas=(0.9, args.beta2))
-        self.collator = make_collator(args.objective, tokenizer, args.mlm_probability, seed=args.seed * 1000 + self.rank)
+        self.collator = make_collator(args.objective, tokenizer, args.mlm_probability,
+                                      seed=args.seed * 1000 + self.rank, mask_replace_prob=args.mask_replace_prob,
+                                      random_replace_prob=args.random_replace_prob)
         self.baselines = baselines(args.objective, train_examples, self.heldout_examples, tokenizer)
         self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
         self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
@@ -277,7 +290,8 @@ class Trainer:
             if not math.isfinite(loss):  # stop before the update: the weights and the last checkpoint stay good
                 raise FloatingPointError(
                     f"the loss became {loss} at step {self.step + 1} (learning rate {lr:.2g}); training stopped"
-                    + (f" and {self.out!r} still holds the checkpoint of step {self.saved_step}" if self.out else "")
+                    + (f" and {self.out!r} still holds the checkpoint of step {self.saved_step}"
+                       if self.out and self.saved_step else " before any checkpoint was saved")
                     + ": lower the learning rate (--lr) or turn off bf16 (--no-bf16)")
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), args.max_grad_norm)
@@ -330,7 +344,7 @@ class Trainer:
             ranks = [rng]
         finished = self.progress() >= 1  # every process calls progress(): under torchrun it broadcasts
         if self.rank == 0:
-            with atomic_folder(path) as tmp:
+            with disk_full_named(path, self.saved_step), atomic_folder(path) as tmp:
                 write_weights(self.model, tmp)
                 self.tokenizer.save_pretrained(tmp)
                 torch.save({"optimizer": self.optimizer.state_dict(), "rng": ranks}, os.path.join(tmp, TENSORS_FILE))
@@ -362,6 +376,21 @@ class Trainer:
         self.history, self.evals, self.run_key = state["history"], state["evals"], state["run_key"]
 
 
+@contextlib.contextmanager
+def disk_full_named(path, saved_step):
+    """A save that runs out of disk space fails inside torch or safetensors with a message about
+    positions or bytes; say what happened, and that the checkpoint already there is untouched."""
+    try:
+        yield
+    except (OSError, RuntimeError) as e:
+        if getattr(e, "errno", None) == errno.ENOSPC or "unexpected pos" in str(e) or "No space left" in str(e):
+            kept = (f"the checkpoint of step {saved_step} in {path!r} is intact" if saved_step
+                    else "nothing had been saved yet")
+            raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
+                                        "free some space and --resume") from e
+        raise
+
+
 def read_state(path):
     file = os.path.join(path, STATE_FILE)
     if not os.path.isfile(file):
@@ -391,9 +420,11 @@ def prepare_data(args, corpus, tokenizer, fresh=False):
     return (*data, redraw)
 
 
-def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=None, tokenizer=None, out=None,
+def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=None, tokenizer=None, out=None,
              resume=False, reuse=False, save_every=None, progress=True, verbose=True, callback=None, **kwargs):
     """Pretrain a model with one objective and return a PretrainResult.
+
+    objective / preset: "mlm" and "tiny" for a new run; with resume, the run's own (say them only to check);
 
     config / model: what to train (default: a fresh model of `preset` size for the objective);
     corpus: documents, or a name or path for load_corpus (default: the built-in Wikipedia + news
@@ -407,12 +438,22 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
         raise ValueError("choose resume (continue a run) or reuse (load a finished one), not both")
     if isinstance(corpus, (str, os.PathLike)):  # a name or path: recorded, so `eval` can rebuild the data
         kwargs["corpus"], corpus = os.fspath(corpus), None
-    if out is not None and os.path.exists(out) and not os.path.isdir(out):  # say so now, not after training
-        raise ValueError(f"out={os.fspath(out)!r} is a file; a checkpoint is a folder: choose another path")
+    if isinstance(kwargs.get("corpus"), str) and os.path.exists(kwargs["corpus"]):
+        kwargs["corpus"] = os.path.abspath(kwargs["corpus"])  # so that eval and export work from any folder
+    if out is not None:
+        out = check_out(out, resume)  # before training: a run never ends unable to save
     if resume:
-        args = TrainArgs(**{**read_state(out)["args"], **kwargs})
+        saved = read_state(out)["args"]
+        given = {**kwargs, **({"objective": objective} if objective else {}), **({"preset": preset} if preset else {})}
+        changed = {k: v for k, v in given.items() if k not in RESUMABLE and saved.get(k) != v}
+        if changed:
+            raise ValueError(f"--resume continues {out!r} as it was trained; it cannot change "
+                             + ", ".join(f"{k} ({saved.get(k)!r} -> {v!r})" for k, v in changed.items())
+                             + f". A resume may change only {', '.join(RESUMABLE)}; start a new run in another folder "
+                             "to change the rest")
+        args = TrainArgs(**{**saved, **kwargs})
     else:
-        args = TrainArgs(objective=objective, preset=preset, **kwargs)
+        args = TrainArgs(objective=objective or "mlm", preset=preset or "tiny", **kwargs)
     if resume and tokenizer is None:  # the run's own vocabulary, saved beside its weights
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(out)
@@ -444,6 +485,36 @@ def pretrain(objective="mlm", preset="tiny", *, config=None, model=None, corpus=
     if resume:
         trainer.restore(out)
     return trainer.train(callback)
+
+
+RESUMABLE = ("steps", "minutes", "eval_every", "bf16")  # what a resumed run may change: its budget, its reports
+
+
+def check_out(out, resume):
+    """The absolute folder a run saves into, checked before the first step: new or empty, or a training
+    run of ours (to resume, or to replace); never a folder of other files, a file, or "". A symlink is
+    followed, so that the link stays a link."""
+    if os.fspath(out) == "":
+        raise ValueError('out="" names no folder: give the folder to save the run in (or out=None to keep nothing)')
+    path = os.path.realpath(out)
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"out={os.fspath(out)!r} is a file; a checkpoint is a folder: choose another path")
+    ours = os.path.isfile(os.path.join(path, STATE_FILE))
+    if resume and not ours:
+        raise ValueError(f"{os.fspath(out)!r} is not a minibert training run (no {STATE_FILE}): nothing to resume")
+    if os.path.isdir(path) and not ours and os.listdir(path):
+        found = sorted(os.listdir(path))
+        what = "an exported checkpoint (its model card and scores would no longer match)" \
+            if "training_args.json" in found else "a folder of other files"
+        raise ValueError(f"out={os.fspath(out)!r} is {what}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}. "
+                         "A run saves into a new or empty folder, or into a run of its own: choose another folder")
+    parent = os.path.dirname(path)  # where the save's temporary folder and its swap happen
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise PermissionError(f"cannot save the run in {os.fspath(out)!r}: {parent!r} is not writable for you; "
+                              "choose a folder of your own")
+    return path
 
 
 def init_prior(model, objective, examples, tokenizer):

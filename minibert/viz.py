@@ -725,6 +725,8 @@ def plot_learning_curves(result, metrics=None, smoothing=0.9):
         ax.set_ylabel(metric_label(metric))
         if "accuracy" in metric:
             ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+        low, high = ax.get_ylim()  # room around the curves, so that a baseline never sits on the frame
+        ax.set_ylim(low - 0.08 * (high - low), high + 0.08 * (high - low))
         ax.legend(fontsize=8, frameon=False)
     for ax in axes[n:]:
         ax.axis("off")

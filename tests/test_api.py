@@ -185,7 +185,7 @@ def test_generate_takes_max_length_pad_token_id_and_num_return_sequences(causal_
     (dict(max_length=4), "max_length=4 is shorter than the prompt"),
     (dict(do_sample=True, top_k=0), "top_k must be a positive integer, got 0"),
     (dict(do_sample=True, top_k=-2), "top_k must be a positive integer, got -2"),
-    (dict(do_sample=True, temperature=0), "temperature must be > 0"),
+    (dict(do_sample=True, temperature=0), "temperature must be a finite number > 0"),
     (dict(num_return_sequences=2), "pass do_sample=True"),
     (dict(do_sample=True, num_return_sequences=0), "num_return_sequences must be an integer >= 1"),
     (dict(attention_mask=torch.tensor([[1, 1, 1, 1, 0, 0]] * 3)), "pad the prompts on the left"),
@@ -223,8 +223,6 @@ def test_masked_lm_perplexity_is_the_pseudo_perplexity_and_nsp_has_get_loss():
     inputs = dict(input_ids=torch.tensor([[2, 5, 3, 6, 3], [2, 7, 3, 8, 3]]),
                   token_type_ids=torch.tensor([[0, 0, 0, 1, 1]] * 2))
     assert torch.equal(nsp.get_loss(labels, **inputs), nsp(**inputs, labels=labels).loss)
-    for gone in ("get_accuracy", "predict_token_ids"):  # removed: metrics.evaluate scores held-out text
-        assert not hasattr(minibert.BertForMaskedLM, gone) and not hasattr(minibert.BertForCausalLM, gone)
 
 
 @pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForPreTraining], ids=lambda c: c.__name__)
@@ -262,6 +260,42 @@ def test_every_model_takes_lists_and_numpy_arrays(cls):
                     assert torch.equal(x, y)
         positional = model(batch["input_ids"].tolist())  # input_ids as the first positional argument
     assert len(positional) >= 1
+
+
+def test_accuracy_and_token_predictions_read_transformers_logits_with_the_shift(causal_pair):
+    ours, theirs = causal_pair
+    _, ids, mask = left_padded_batch()
+    labels = ids.masked_fill(mask == 0, -100)  # padding is never scored
+    with torch.no_grad():
+        guesses = theirs(ids, attention_mask=mask).logits.argmax(-1)  # (B, T)
+    real = mask == 1  # what a padding position guesses is never read
+    assert torch.equal(ours.predict_token_ids(input_ids=ids, attention_mask=mask)[real], guesses[real])
+    scored = labels[:, 1:] != -100  # position t is scored on token t+1
+    expected = (guesses[:, :-1] == labels[:, 1:])[scored].float().mean()
+    got = ours.get_accuracy(labels, input_ids=ids, attention_mask=mask)
+    assert torch.isclose(got, expected)
+    assert 0 < scored.sum() < labels.numel()  # some positions left out: both of the count and of the total
+    shifted = torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], -100)], 1)
+    assert torch.isclose(ours.get_accuracy(shifted, shift_labels=False, input_ids=ids, attention_mask=mask), got)
+    assert torch.isnan(ours.get_accuracy(torch.full_like(ids, -100), input_ids=ids))  # nothing to score
+
+
+@pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForNextSentencePrediction,
+                                 minibert.BertForPreTraining, minibert.BertForCausalLM,
+                                 minibert.BertForSequenceClassification])
+def test_nothing_labelled_is_a_zero_loss_for_every_head_and_no_score(cls, tiny_config):
+    torch.manual_seed(0)
+    model = cls(tiny_config)
+    batch = make_batch(CONFIGS["gelu"])
+    unlabelled = {k: torch.full_like(v, -100) for k, v in labels_for(cls, batch).items()}
+    out = model(**{k: batch[k] for k in INPUTS}, **unlabelled)
+    assert out.loss.item() == 0.0  # not NaN: a batch with nothing to learn teaches nothing
+    out.loss.backward()
+    assert all(p.grad is None or not p.grad.isnan().any() for p in model.parameters())
+    if cls is minibert.BertForCausalLM:  # a score of nothing is no score, not a perfect one
+        nothing = unlabelled["labels"]
+        assert torch.isnan(model.get_perplexity(nothing, input_ids=batch["input_ids"]))
+        assert torch.isnan(model.get_accuracy(nothing, input_ids=batch["input_ids"]))
 
 
 def test_causal_lm_helpers_take_lists():

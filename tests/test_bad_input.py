@@ -12,6 +12,7 @@ import re
 import numpy as np
 import pytest
 import torch
+import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
@@ -302,6 +303,14 @@ def test_weights_of_something_else_and_wrong_paths_are_named(checkpoint):
         minibert.BertModel.from_pretrained(checkpoint)
 
 
+def test_a_checkpoint_that_transformers_split_into_shards_is_named(tmp_path):
+    hf = transformers.BertForMaskedLM(transformers.BertConfig(**CONFIGS["gelu"]))
+    hf.save_pretrained(tmp_path, max_shard_size="20KB")  # transformers writes an index and several files
+    assert any(name.endswith(".index.json") for name in os.listdir(tmp_path))
+    with pytest.raises(ValueError, match=r"split into shards .*save it whole"):
+        minibert.BertForMaskedLM.from_pretrained(tmp_path)
+
+
 def test_weights_saved_from_inside_distributed_data_parallel_load(checkpoint):
     model = minibert.BertForMaskedLM.from_pretrained(checkpoint)
     torch.save({"module." + k: v for k, v in model.state_dict().items()}, checkpoint / "pytorch_model.bin")
@@ -313,7 +322,8 @@ def test_weights_saved_from_inside_distributed_data_parallel_load(checkpoint):
 
 def test_a_killed_save_leaves_nothing_behind_after_the_next_save(tmp_path):
     model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"]))
-    stale = [".ckpt.k1ll3d_x.tmp", ".ckpt.a8b7c6d5.tmp.old"]  # what a save killed mid-way leaves
+    model.save_pretrained(tmp_path / "ckpt")
+    stale = [".ckpt.k1ll3d_x.tmp", ".ckpt.a8b7c6d5.tmp.old"]  # what saves killed mid-way leave
     kept = [".ckpt2.a8b7c6d5.tmp", ".ckpt.v2.a8b7c6d5.tmp", "ckpt.tmp", ".ckpt.notes"]  # not the same target's
     for name in stale + kept:
         os.makedirs(tmp_path / name)
@@ -321,6 +331,19 @@ def test_a_killed_save_leaves_nothing_behind_after_the_next_save(tmp_path):
     model.save_pretrained(tmp_path / "ckpt")
     assert sorted(os.listdir(tmp_path)) == sorted(kept + ["ckpt"])
     assert minibert.BertModel.from_pretrained(tmp_path / "ckpt").loading_info["missing_keys"] == []
+
+
+def test_a_save_killed_between_its_renames_loses_nothing(tmp_path):
+    model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"]))
+    model.save_pretrained(tmp_path / "ckpt")
+    (tmp_path / "ckpt" / "notes.txt").write_text("mine")
+    os.rename(tmp_path / "ckpt", tmp_path / ".ckpt.k1ll3d_x.tmp.old")  # killed after the first rename
+    with pytest.raises(FileNotFoundError, match=r"interrupted between its two renames.*put it back with\s+mv"):
+        minibert.BertModel.from_pretrained(tmp_path / "ckpt")
+    with pytest.warns(UserWarning, match="restored"):
+        model.save_pretrained(tmp_path / "ckpt")  # the next save puts the previous one back first
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
+    assert (tmp_path / "ckpt" / "notes.txt").read_text() == "mine"  # carried over, as by any save
 
 
 def test_saving_where_a_file_stands_is_refused(tmp_path):

@@ -1,5 +1,6 @@
 """python -m minibert: pretrain, eval, fill-mask, generate, next-sentence, and clear errors."""
 
+import re
 import os
 import subprocess
 import sys
@@ -96,3 +97,34 @@ def test_eval_refuses_a_run_trained_on_documents_in_memory(tmp_path, corpus):
 def test_fill_mask_on_a_causal_model_says_what_it_is(runs):
     out = cli("fill-mask", runs / "clm", "the [MASK] was hot.")
     assert "is a causal LM" in out.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["eval", "{mlm+nsp}", "--examples", "0"], "--examples must be at least 1"),
+    (["eval", "{mlm+nsp}", "--examples", "-5"], "--examples must be at least 1"),
+    (["fill-mask", "{mlm+nsp}", "The [MASK] was wide.", "--top-k", "-1"], "top_k must be a whole number from 1"),
+    (["fill-mask", "{mlm+nsp}", "The [MASK] was wide.", "--top-k", "100000"], r"vocabulary size \(1000\)"),
+    (["generate", "{clm}", "The city", "--sample", "--temperature", "nan"], "temperature must be a finite number"),
+])
+def test_settings_that_cannot_work_are_refused_by_name(runs, args, message):
+    out = cli(*[a.format(**{k: runs / k for k in ("mlm+nsp", "clm")}) for a in args], check=False)
+    assert out.returncode == 2
+    assert re.search(message, out.stderr), out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_next_sentence_on_a_sentence_order_model_asks_about_order():
+    from minibert import pretrained
+    out = cli("next-sentence", pretrained.path("bert-mlm-sop"), "It rained all day.", "The streets were flooded.").stdout
+    assert "right order" in out and "B is random" not in out
+    out = cli("next-sentence", pretrained.path("bert-mlm-nsp"), "It rained all day.", "The streets were flooded.").stdout
+    assert "P(B follows A)" in out
+
+
+def test_a_corpus_file_that_is_not_utf8_is_named(tmp_path):
+    latin1 = tmp_path / "notes.txt"
+    latin1.write_bytes("Caf\xe9 au lait is a drink.\nIt is served hot.\n".encode("latin-1"))
+    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 2, "--corpus", latin1,
+              "--out", tmp_path / "run", check=False)
+    assert out.returncode == 2
+    assert "notes.txt" in out.stderr and "is not UTF-8" in out.stderr and "Traceback" not in out.stderr

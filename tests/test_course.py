@@ -12,7 +12,8 @@ import nbformat
 import pytest
 from conftest import check_cells, outputs_text
 
-from minibert.course import BEGIN, END, build_site, learning_goals, notebook_paths, strip_solutions
+from minibert.course import (BEGIN, COURSE_WORD_BUDGET, END, NUMBER_BUDGET, WORD_BUDGET, build_site, learning_goals,
+                             notebook_paths, prose_numbers, prose_words, quoted_measurements, strip_solutions)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
@@ -45,6 +46,38 @@ def test_solution_notebook_has_exercises_that_pass(path):
     quiz_out = outputs_text([c for c in checks if "quiz(" in c.source][-1])
     m = re.search(r"(\d+) of (\d+) right", quiz_out)
     assert m and m.group(1) == m.group(2), quiz_out
+
+
+# ---- the lessons read as lessons: one sitting, conclusions in words, measurements in outputs ----
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_a_lesson_fits_one_sitting_and_quotes_no_measurement_its_outputs_print(path):
+    nb = nbformat.read(path, as_version=4)
+    assert prose_words(nb) <= WORD_BUDGET, f"{prose_words(nb)} words before the exercises: too long for one sitting"
+    numbers = prose_numbers(nb)
+    assert len(numbers) <= NUMBER_BUDGET, f"{len(numbers)} numbers in the prose: {numbers}"
+    quoted = quoted_measurements(nb)
+    assert not quoted, (f"the prose copies numbers that the notebook's outputs print: {quoted}; a rerun on "
+                        "another CPU would contradict it (let a cell print them)")
+
+
+def test_the_course_fits_its_word_budget():
+    words = {os.path.basename(p): prose_words(nbformat.read(p, as_version=4)) for p in NOTEBOOKS}
+    assert sum(words.values()) <= COURSE_WORD_BUDGET, words
+
+
+def test_the_prose_rules_see_a_copied_measurement_and_not_a_reference():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 99 · Title\n\nAs notebook 04 and exercise 06.1 show, we mask 15% "
+                                      "and reach `0.25` and $0.5$."),
+        nbformat.v4.new_code_cell("print(acc)", outputs=[nbformat.v4.new_output(
+            "stream", text="accuracy 11.4% after 600 steps, 0.25\n")]),
+        nbformat.v4.new_markdown_cell("The live run reaches 11.4%, far above 5.3%."),
+        nbformat.v4.new_markdown_cell("## 3. Exercises\n\nMany words here do not count, nor does 11.4."),
+    ])
+    assert prose_numbers(nb) == ["15", "11.4", "5.3"]  # code, formulas, references and exercises left out
+    assert quoted_measurements(nb) == ["11.4", "11.4"]  # 5.3 is not printed; the exercises count here too
+    assert prose_words(nb) == 27  # the markdown before the exercises, word by word
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,16 @@ def test_fill_mask_without_a_mask_token_says_so(models):
 
 def test_sampling_settings_are_checked():
     logits = torch.zeros(1, 5)
-    with pytest.raises(ValueError, match="temperature must be > 0"):
-        minibert.sample_next_token(logits, temperature=0)
+    for temperature in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="temperature must be a finite number > 0"):
+            minibert.sample_next_token(logits, temperature=temperature)
     with pytest.raises(ValueError, match=r"top_p must be in \(0, 1\]"):
         minibert.sample_next_token(logits, top_p=1.5)
+
+
+def test_multi_label_targets_are_named_as_such():
+    model = minibert.BertForSequenceClassification(minibert.BertConfig(vocab_size=30, hidden_size=8, num_labels=3,
+                                                                       num_hidden_layers=1, num_attention_heads=2,
+                                                                       intermediate_size=16))
+    with pytest.raises(ValueError, match=r"multi-label targets; this classifier does single-label"):
+        model(torch.randint(5, 30, (2, 6)), labels=torch.tensor([[1, 0, 1], [0, 1, 0]]))

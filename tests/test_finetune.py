@@ -1,6 +1,5 @@
 """Notebook 10's fine-tuning helpers: the tasks are what they claim, the loop learns, runs are cached whole."""
 
-import json
 import os
 import random
 
@@ -37,6 +36,17 @@ def test_which_document_keeps_the_longest_documents_and_alternates_folds():
     task = finetune.which_document(docs, n_documents=2, per_document=4)
     assert [y for _, y, _ in task] == [0] * 4 + [1] * 4  # documents 1 and 3, in corpus order
     assert [f for _, _, f in task] == [0, 1, 0, 1] * 2
+
+
+def test_a_validation_split_never_reads_the_test_fold_and_keeps_pairs_together():
+    task = finetune.corrupted_sentences(DOCS, seed=1)
+    train_x, _, test_x, _ = finetune.split(task)
+    fit_x, fit_y, val_x, val_y = finetune.split(task, validation=True)
+    assert set(fit_x) | set(val_x) == set(train_x) and not set(fit_x) & set(val_x)
+    assert not (set(fit_x) | set(val_x)) & set(test_x)  # the test fold is never looked at
+    assert val_y.count(0) == val_y.count(1) == len([y for y in fit_y + val_y if y == 0]) // 4
+    pairs = {real: corrupted for real, corrupted, _, fold in finetune.minimal_pairs(DOCS, seed=1) if fold == 0}
+    assert all((real in val_x) == (corrupted in val_x) for real, corrupted in pairs.items())
 
 
 @pytest.mark.parametrize("fraction", [0.01, 0.1, 0.5, 1.0])
@@ -92,9 +102,8 @@ def test_run_is_cached_whole_and_reused(tmp_path, monkeypatch):
     tok = word_tokenizer()
     first = finetune.run(str(folder), task, 1.0, 0, tok, steps=20)
     assert first.dtype == torch.bool and len(first) == 40
-    files = os.listdir(tmp_path / "cache" / "finetune")
-    assert len(files) == 1 and files[0].endswith(".json")  # no temporary file left behind
-    assert json.load(open(tmp_path / "cache" / "finetune" / files[0]))["right"] == first.int().tolist()
+    files = [f for f in os.listdir(tmp_path / "cache" / "finetune") if not f.startswith(".")]  # not the lock
+    assert len(files) == 1 and files[0].endswith(".pt")  # no temporary file left behind
     class TrainedAgain(Exception):
         pass
 
@@ -105,6 +114,18 @@ def test_run_is_cached_whole_and_reused(tmp_path, monkeypatch):
     assert torch.equal(finetune.run(str(folder), task, 1.0, 0, tok, steps=20), first)
     with pytest.raises(TrainedAgain):  # another setting is another run
         finetune.run(str(folder), task, 1.0, 1, tok, steps=20)
+
+
+def test_a_checkpoint_saved_as_pytorch_model_bin_fine_tunes_too(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "checkpoint"
+    tiny_classifier().save_pretrained(folder)
+    state = minibert.BertForSequenceClassification.from_pretrained(folder).state_dict()
+    torch.save(state, folder / "pytorch_model.bin")  # the older format, which loading accepts
+    os.remove(folder / "model.safetensors")
+    texts, labels = toy_task()
+    task = [(t, y, i % 2) for i, (t, y) in enumerate(zip(texts, labels))]
+    assert len(finetune.run(str(folder), task, 1.0, 0, word_tokenizer(), steps=2)) == 40
 
 
 def test_pseudo_log_likelihoods_do_not_depend_on_batching():

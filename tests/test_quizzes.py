@@ -14,7 +14,7 @@ from minibert.exercises import QUIZZES, quiz, show_quiz
 @pytest.mark.parametrize("notebook", sorted(QUIZZES))
 def test_quiz_is_well_formed_and_explains_every_answer(notebook, capsys):
     questions = QUIZZES[notebook]
-    assert 3 <= len(questions) <= 6 and list(questions) == [f"q{i}" for i in range(1, len(questions) + 1)]
+    assert 3 <= len(questions) <= 7 and list(questions) == [f"q{i}" for i in range(1, len(questions) + 1)]
     for name, q in questions.items():
         assert q.answer in q.options and len(q.options) >= 3 and q.why, name
         assert set(q.wrong) <= set(q.options) - {q.answer}, f"{name}: an explanation for a wrong letter"

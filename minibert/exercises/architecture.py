@@ -201,17 +201,17 @@ QUIZ = {EX: {
         "Without position embeddings, how would BERT's encoder treat 'dog bites man' and 'man bites dog'?",
         {"A": "as two different inputs, because attention reads the tokens from left to right and so sees their "
               "order",
-         "B": "it would refuse them: the encoder needs position vectors and raises an error when they are missing",
+         "B": "as two different inputs, because the feed-forward layer runs through the tokens one after another",
          "C": "as the same bag of tokens: 'dog' gets the same output vector in both, only at another index",
-         "D": "it would attend to the first token only, because without positions the others cannot be told "
-              "apart"}, "C",
+         "D": "the same in the first layer only: the layers above recover the order from the ones below"}, "C",
         "attention itself ignores order (it is permutation-equivariant); the position table tells the model "
         "where each token is.",
         {"A": "BERT's attention has no direction: each token weighs every other by content alone, so without "
               "positions the order is invisible.",
-         "B": "attention runs on any set of vectors; without a position table nothing fails, the order is simply "
-              "lost.",
-         "D": "attention reaches every token by its content; positions only add where each token is."}),
+         "B": "the feed-forward layer transforms each token on its own, the same way at every position: it sees "
+              "no order either.",
+         "D": "every layer is blind to order in the same way: with nothing that marks positions, no layer can "
+              "recover them."}),
     "q3": Question(
         "What does the segment (token type) embedding add to a token's vector?",
         {"A": "the token's position inside its own segment, counted again from 0 after the first [SEP]",
@@ -226,27 +226,36 @@ QUIZ = {EX: {
               "it."}),
     "q4": Question(
         "minibert and transformers give the same logits on the same weights. What does that let you do?",
-        {"A": "train twice as fast in minibert, because transformers' optimizations come along with the weights",
+        {"A": "conclude that minibert is right for every configuration, from this one comparison",
          "B": "load a checkpoint saved by either library in the other, and test each one against the other",
-         "C": "skip the tokenizer: a checkpoint that both libraries read comes with its token ids built in",
-         "D": "use a smaller vocabulary, because the two libraries then share one embedding table between them"},
+         "C": "pair a checkpoint with any tokenizer of the same vocabulary size, since both libraries read ids "
+              "alike",
+         "D": "expect minibert to train as fast as transformers, since both compute the same function"},
         "B",
         "the same parameter names and the same computation make checkpoints interchangeable, and a difference "
         "in outputs would reveal a bug.",
-        {"A": "equal outputs say nothing about speed: the two libraries compute the same function, each its own way.",
-         "C": "the weights need the tokenizer they were trained with; it is saved next to them (notebook 01).",
-         "D": "the vocabulary size is part of the config; parity does not change any table."}),
+        {"A": "one configuration exercises some code paths only; the project's tests repeat the comparison on "
+              "many configurations.",
+         "C": "the weights need the tokenizer they were trained with (notebook 01); parity is about the model, "
+              "not the tokenizer.",
+         "D": "equal outputs say nothing about speed: the two libraries compute the same function, each its own "
+              "way."}),
     "q5": Question(
-        "In our tiny model (width 128, 2 layers, a vocabulary of 8,000), which part has the most parameters?",
-        {"A": "the embeddings, because the word table alone is 8,000 x 128, over a million numbers",
-         "B": "the feed-forward layers, as each widens every vector from 128 to 512 and back",
-         "C": "the attention layers, as each one holds four 128 x 128 matrices for every head",
-         "D": "the pooler and the heads, which map the 128-wide [CLS] vector onto the classes to predict"}, "A",
-        "the word table holds 1,024,000 parameters, 68.1% of the model; the two layers together hold about a "
-        "quarter. In bert-base the layers dominate.",
-        {"B": "the feed-forward layers hold 263,424 parameters, about a quarter of the word table's 1,024,000.",
-         "C": "the heads share the four 128 x 128 matrices of a layer: 132,096 parameters for both layers.",
-         "D": "the pooler is a single 128 x 128 layer, 16,512 parameters."}),
+        "The word table holds most of the tiny model's parameters, but a minority of bert-base's. Why?",
+        {"A": "bert-base is wider and deeper: a layer grows with the square of the width, the word table linearly",
+         "B": "bert-base has 12 heads per layer, and every head brings its own full-width query, key and value "
+              "matrices",
+         "C": "bert-base ties its word table to the masked-LM head, so that the table is counted only once",
+         "D": "most of bert-base's parameters sit in its pooler and its pretraining heads, which the tiny model "
+              "lacks"}, "A",
+        "a layer of width H holds about 12 H² parameters, the word table V H: six times the width and six times "
+        "the layers outgrow a vocabulary under four times larger.",
+        {"B": "the heads share a layer's query, key and value matrices, each using a slice of their outputs: the "
+              "count does not depend on the number of heads.",
+         "C": "the tiny model ties them too, and the table is counted once in both; the count here is the "
+              "encoder's alone.",
+         "D": "the pooler is a single hidden x hidden layer, a small part of either model, and the heads are not "
+              "counted here."}),
     "q6": Question(
         "One query, four keys, all scores equal, and the last key is padding. What does this program print?",
         {"A": "[0.25, 0.25, 0.25, 0.25]", "B": "[0.33, 0.33, 0.33, 0.0]", "C": "[0.25, 0.25, 0.25, 0.0]",

@@ -253,21 +253,23 @@ out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
 print(len(out.attentions), tuple(out.attentions[0].shape))
 '''),
     "q2": Question(
-        "Section 3 printed the mean entropy of each head's rows: 0.75 nats for the shipped BERT's layer-0 head 0 "
-        "and 3.44 for its layer-0 head 1, against 4.15 nats for uniform attention over the same rows. What does "
-        "the low value say?",
-        {"A": "head 0 puts nearly all of each row's weight on very few keys: the sharp next-token head",
-         "B": "head 0 learned less than head 1: a low entropy means a head carries little",
-         "C": "head 0's rows no longer sum to 1: only an unnormalised row can fall that far below the uniform",
-         "D": "each row of head 0 spreads its weight evenly over 0.75 of the keys, where uniform would use 4.15"}, "A",
-        "entropy is 0 for a row on one key and ln n for a uniform row; 0.75 nats is much nearer the first than the "
-        "4.15 of uniform, as that head's share of 0.77 on the next token showed.",
+        "Section 3 measured the mean entropy of each head's rows. One head of the shipped BERT lies far below the "
+        "value that uniform attention gives over the same rows, another close to it. What does the low value say "
+        "about the first head?",
+        {"A": "each of its rows puts nearly all of its weight on very few keys, as a head that reads one neighbour "
+              "does",
+         "B": "it learned less than the other head: a low entropy means a head carries little information",
+         "C": "its rows no longer sum to 1: only an unnormalised row can fall far below the uniform value",
+         "D": "its queries agree with one another: entropy measures how much the rows of a head differ from each "
+              "other"}, "A",
+        "entropy is 0 for a row on one key and ln n for a row spread evenly over n keys; far below uniform means "
+        "concentrated, as the sharp neighbour heads are.",
         {"B": "entropy measures how spread a row is, not how useful the head is: the sharp heads are the ones that "
               "formed with training.",
-         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform), so 0.75 is "
-              "allowed.",
-         "D": "entropy is in nats, not a count of keys: 4.15 is the mean of ln n over the rows, not a number of "
-              "keys."}),
+         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform) for such rows, so "
+              "a value far below uniform is allowed.",
+         "D": "entropy is computed within each row (one query's distribution over the keys) and then averaged; it "
+              "does not compare rows with each other."}),
     "q3": Question(
         "This program makes every query of a one-layer BERT score every key equally (the query weights set to 0), "
         "then reads the first query's row of attention on a sequence of 3 real tokens and 2 padding tokens. What "
@@ -297,9 +299,8 @@ print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
 '''),
     "q4": Question(
         "In section 2 the causal LM bert-clm gave 'bank' exactly the same vector in all sixteen sentences, after "
-        "both layers, while the shipped BERT separated the two senses (p = 0.0002). Why can bert-clm not separate "
-        "them?",
-        {"A": "30 minutes of training were too short: a causal LM needs more steps than a masked LM to learn senses",
+        "both layers, while the shipped BERT separated the two senses. Why can bert-clm not separate them?",
+        {"A": "it trained for less time than the BERT: a causal LM needs more steps than a masked LM to learn senses",
          "B": "at position 2 it has read only [CLS] the bank, the same in every sentence: the clues come later",
          "C": "a causal LM keeps static vectors: its hidden state at a position is the embedding of the token there",
          "D": "it was trained on other documents than BERT, where 'bank' occurs in only one of its two senses"}, "B",
@@ -310,14 +311,15 @@ print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
               "the context it may read is the same.",
          "D": "all the checkpoints were trained on the same training documents, with the same vocabulary."}),
     "q5": Question(
-        "In section 3 the shipped BERT's layer-0 head 0 put 0.77 of each token's attention on the next token, and "
-        "it also scored 0.46 on 'same word' (18.8 times uniform). What is the careful reading?",
-        {"A": "the token after a word's first piece is often another piece of it: the 0.46 may come from reading the "
-              "next token",
-         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: 18.8 times uniform "
-              "is no chance",
+        "In section 3 the shipped BERT's next-token head also gave the other pieces of a split word ('same word') a "
+        "share far above uniform. What is the careful reading?",
+        {"A": "the token after a word's first piece is often another piece of it: the share may come from reading "
+              "the next token",
+         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: a share that far "
+              "above uniform cannot be chance",
          "C": "the share is taken over every query, whole words included, which inflates it and makes it meaningless",
-         "D": "the head attends to the [SEP] tokens, which belong to every word, so its same-word share is high too"},
+         "D": "attention works on whole words: the pieces of a word share one key, so a head that reads one piece "
+              "reads them all"},
         "A",
         "categories of keys overlap, so a share far above uniform is a lead, not a finding: measure the pieces of "
         "the same word that are not neighbours (exercise 07.6) before calling it a second skill.",
@@ -325,6 +327,6 @@ print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
               "gives a high same-word share.",
          "C": "each share is averaged over the queries that have such a key; whole words without other pieces are "
               "left out.",
-         "D": "that head gave [SEP] 0.040 of its attention, near the uniform 0.032; [SEP] is not part of any "
-              "word."}),
+         "D": "every piece is a token with its own key, its own row and its own column (the map of section 3 "
+              "shows `flood` and `##ed` apart); attention never merges them."}),
 }}

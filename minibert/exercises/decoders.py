@@ -101,19 +101,26 @@ def check_greedy_decode(greedy_decode):
 
 QUIZ = {EX: {
     "q1": Question(
-        "transformers' BertLMHeadModel, like minibert's BertForCausalLM, scores position t on token t + 1 of the "
-        "labels. Why does a BERT class shift its labels, when BERT was pretrained with masked LM?",
-        {"A": "BERT was pretrained with next-token prediction beside masked LM, and this head reproduces that task",
-         "B": "BERT checkpoints warm-start decoders, and every causal LM in transformers shifts labels = input_ids",
-         "C": "masked LM needs shifted labels too: a hidden token's label sits one position after its [MASK]",
-         "D": "the shift removes [CLS] from the targets, a token that no model should learn to predict or generate"},
-        "B",
-        "the causal head exists for warm-starting decoders (Rothe et al., 2020), and the shift is the convention of "
-        "every causal LM in the library: pass labels = input_ids, the model moves them.",
-        {"A": "BERT's pretraining objectives are masked LM and next sentence prediction; nothing there is shifted.",
-         "C": "a masked token's label sits at its own position; masked LM shifts nothing.",
-         "D": "dropping the first label is a side effect of the shift (nothing predicts position 0), not its reason: "
-              "every position after it is moved too."}),
+        "Before any training as a decoder, a masked-LM checkpoint loaded into BertForCausalLM guesses, at many "
+        "positions, the very token it is reading, and is worse than a model that knows only word frequencies. "
+        "Why?",
+        {"A": "masked LM scored a visible token only when a chosen one was left unchanged, with itself as the "
+              "answer; read causally, this predicts the current token",
+         "B": "its output matrix is tied to the word embeddings, and any model with tied weights predicts the "
+              "token it reads until training has taught it something else",
+         "C": "the causal mask hides the next token, so before training the best any decoder can do is to "
+              "repeat the last token it saw",
+         "D": "with the causal mask each position attends to itself alone, so its vector is just its own "
+              "embedding, and the head maps that back to the same token"},
+        "A",
+        "masked LM asks about hidden tokens; the only visible ones it scores are the chosen tokens left "
+        "unchanged, whose answer is the token itself. A decoder must predict the next token instead.",
+        {"B": "the fresh decoder has tied weights too, and it rarely guesses the token it reads: the habit comes "
+              "from masked-LM training, not from the tying.",
+         "C": "a fresh decoder hides the next token just the same and is about as good as the unigram model; "
+              "nothing forces a decoder to repeat its input.",
+         "D": "the causal mask lets each position attend to every position on its left, itself included, not "
+              "to itself alone."}),
     "q2": Question(
         "Exercise 09.1 built decoder inputs [CLS] target [SEP], padded with 0, and labels = input_ids with -100 on "
         "padding. This program applies minibert's shift_labels, the shift the model does inside. What does it "
@@ -137,12 +144,13 @@ labels = input_ids.masked_fill(input_ids == 0, -100)
 print(shift_labels(labels).tolist())
 '''),
     "q3": Question(
-        "Section 3 built an encoder-decoder from the live masked-LM checkpoint. The decoder reported 20 new tensors, "
-        "132,608 of its 1,643,968 parameters. Which weights are they?",
+        "Section 3 built an encoder-decoder from a masked-LM checkpoint. Its decoder reported a few new tensors, "
+        "a small share of its weights. Which weights are they?",
         {"A": "the cross-attention blocks: BERT never attended to another sequence, so it has no weights for that",
          "B": "the decoder's self-attention: a causal mask needs weights of its own, unlike bidirectional attention",
          "C": "the output layer: a decoder predicts the next token, so the masked-LM head cannot serve and restarts",
-         "D": "the decoder's word embeddings: the targets are reversed sentences, whose tokens need new vectors"},
+         "D": "the pooler: the decoder starts from the [CLS] vector of the source, and the masked-LM checkpoint "
+              "has no pooler to give it"},
         "A",
         "every other weight of the decoder comes from the checkpoint; only cross-attention is new and starts random "
         "(Rothe et al., 2020).",
@@ -150,39 +158,44 @@ print(shift_labels(labels).tolist())
               "position may read changes.",
          "C": "the masked-LM head turns a vector into scores over the vocabulary, exactly what a decoder needs: it is "
               "reused (section 2 loaded it with nothing missing).",
-         "D": "source and target share one vocabulary and one tokenizer; the embeddings are reused."}),
+         "D": "the pooler is new in the ENCODER, which does not use it here; the decoder reads every source "
+              "vector through cross-attention, not a pooled one."}),
     "q4": Question(
-        "After the same 200 decoder steps, the decoder warm-started from the live masked LM (600 steps) reached "
-        "perplexity 568, the one from scratch 538, and the one warm-started from bert-mlm (75 minutes) 260. What is "
-        "a fair reading?",
-        {"A": "warm-starting always helps a decoder: both decoders warm-started from masked-LM checkpoints beat "
-              "the one from scratch",
-         "B": "masked-LM checkpoints hurt decoders: both started worse than the unigram model, and one ends worse too",
-         "C": "the bert-mlm decoder wins because it has more parameters than the decoder trained from scratch",
-         "D": "a warm start pays when the checkpoint knows more than 200 decoder steps teach; 'same steps' hides its "
-              "75 minutes"},
-        "D",
-        "the gain grows with what the checkpoint learned (no gain from 600 steps of masked LM, 2.07 times lower "
-        "perplexity from bert-mlm), and the warm starts used masked-LM compute that the decoder's steps do not count.",
-        {"A": "the decoder warm-started from the live run ended slightly behind the one from scratch (568 against "
-              "538).",
-         "B": "both warm starts end far below the unigram perplexity (1056) after training; only their starting "
-              "points were worse.",
-         "C": "all three decoders have exactly the same shape: every weight of the checkpoint is reused, none added."}),
+        "Section 2 gave three decoders the same 200 steps of next-token training: one from scratch, one "
+        "warm-started from 600 steps of masked LM, one from 75 minutes. Only the last ended far ahead. What "
+        "is a fair reading?",
+        {"A": "warm-starting a decoder from a masked LM helps whatever the checkpoint: any amount of pretraining "
+              "leaves something that next-token training can build on",
+         "B": "a warm start pays when the checkpoint knows more than the decoder's steps can teach, and "
+              "'same steps' leaves out its masked-LM training",
+         "C": "masked-LM checkpoints do not suit decoders: both start worse than the unigram model, and a warm "
+              "start cannot make up for that",
+         "D": "the decoder from bert-mlm wins because the shipped checkpoint is a larger model than the "
+              "one trained from scratch"},
+        "B",
+        "the gain grows with what the checkpoint learned: none from 600 steps of masked LM, a large one "
+        "from 75 minutes, whose compute the decoder's step count does not show.",
+        {"A": "the decoder warm-started from the 600-step checkpoint gained nothing over the one from scratch.",
+         "C": "both warm starts end far below the unigram perplexity after training, and the 75-minute one far "
+              "ahead of the decoder from scratch: only their starting points were worse.",
+         "D": "all three decoders have the same shape: every weight of the checkpoint is reused, none added."}),
     "q5": Question(
-        "Section 4 printed the layer-0 cache after each decoder token: the self-attention keys went from (1, 2, 1, "
-        "64) to (1, 2, 3, 64), while the cross-attention keys stayed (1, 2, 6, 64). Why do the cross-attention "
-        "keys not grow?",
-        {"A": "the cross-attention cache has a fixed size, 6, and keeps only the keys of the last 6 decoded tokens",
-         "B": "they are recomputed from the whole decoder input at each step, and the first 6 of them are kept",
-         "C": "they come from the encoder's output, the 6 source tokens, which stay the same while the decoder writes",
-         "D": "cross-attention keeps no cache at all: its 6 is a head size, the width of each key, not a number of "
-              "positions"},
-        "C",
+        "Section 4 printed the layer-0 cache of an encoder-decoder after each decoded token: the self-attention "
+        "keys grow by one position per token, the cross-attention keys keep the same length. Why?",
+        {"A": "the cross-attention cache has a fixed size and keeps only the keys of the latest decoded tokens, "
+              "dropping the oldest",
+         "B": "they are recomputed from the whole decoder input at each step, and only the first few of them "
+              "are kept",
+         "C": "the decoder attends to the source at the first step only; later steps read the self-attention "
+              "cache alone",
+         "D": "they come from the encoder's output, one per source token, which stays the same while the decoder "
+              "writes"},
+        "D",
         "cross-attention keys and values depend only on the source: computed once at the first step and reused; the "
         "self-attention cache grows by one position per decoded token.",
-        {"A": "the 6 is the length of the source (6 tokens), not a limit on the cache: nothing decoded enters "
+        {"A": "their length is the length of the source, not a window over decoded tokens: nothing decoded enters "
               "cross-attention's keys.",
          "B": "cross-attention keys never depend on the decoder's tokens, only on the encoder's output.",
-         "D": "the last axis (64) is the head size; the third axis counts positions, here the 6 source tokens."}),
+         "C": "every step attends to the source through cross-attention, with its new query; only the keys and "
+              "values are computed once."}),
 }}

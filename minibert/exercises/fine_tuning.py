@@ -75,50 +75,59 @@ def check_freeze_encoder(freeze_encoder):
 
 QUIZ = {EX: {
     "q1": Question(
-        "In section 3, at which share of the labels was the pretrained start's advantage clearest, judged "
-        "against the spread between seeds?",
-        {"A": "at 1%: the fewer the labels, the more the start matters, and one sentence per document is "
-              "where pretraining must show",
-         "B": "at 10%: every seed was ahead by a similar margin, so the paired difference had the narrowest "
-              "interval",
-         "C": "at 100%: only with every label can a fine-tuned model bring out all that pretraining put into "
-              "its weights",
-         "D": "nowhere: with three seeds the intervals of the two starts overlap at every share of the labels, "
-              "so no advantage was shown"},
-        "B", "at 10% the three paired differences were close together; at 1% the seeds spread widely, and at "
-        "100% the random start caught up part of the way.",
-        {"A": "at 1% the pretrained start was ahead on each seed, but the seeds spread so widely that the "
-              "difference is the least certain.",
-         "C": "with all the labels the random start catches up part of the way: the gap narrows.",
-         "D": "the paired differences are read seed by seed; at 10% their interval is far from 0."}),
+        "Section 2 chose the learning rate on a validation split carved from the training fold. What would go "
+        "wrong if it were chosen by accuracy on the test fold instead?",
+        {"A": "nothing worth the trouble: a learning rate is a single number, far too little to fit a test set, "
+              "so the test score would stay an honest estimate",
+         "B": "the test sentences would become training data: the model would be fine-tuned on them with the "
+              "chosen rate, and then scored on what it learned",
+         "C": "the rate that won on those very test sentences, partly by luck, would be scored on them again, "
+              "so its test score would flatter it",
+         "D": "the test fold is too small to tell learning rates apart, so the choice would be random, where "
+              "the larger validation split can separate them"},
+        "C", "a choice made on the test fold is fitted to it, a little: the test score of the winner is then "
+        "biased upward. Choosing on validation keeps the test fold for one final, honest score.",
+        {"A": "one number is enough to fit a test set a little: among several rates, the one that did best on "
+              "these sentences did so partly by chance, and that luck stays in its score.",
+         "B": "choosing a setting by the test score trains on nothing; the harm is that the score of the winner "
+              "is no longer independent of the choice.",
+         "D": "the validation split is smaller than the test fold here; its job is to keep the test fold "
+              "untouched, not to be larger."}),
     "q2": Question(
         "Why is every task of this notebook built from the HELD-OUT documents?",
-        {"A": "because the held-out documents are shorter, so fine-tuning on them fits the notebook's time "
-              "budget better than the training documents would",
+        {"A": "because fine-tuning on sentences the model read in pretraining would make it forget what "
+              "pretraining taught it, which would be unfair to the pretrained start",
          "B": "because no pretrained model has read them: a test sentence seen in pretraining would flatter "
               "the pretrained start",
          "C": "because the tokenizer was trained on the training documents and cannot encode the words of "
               "those documents in a fair way any more",
-         "D": "because the held-out documents have more sentences per document, which the which-document "
-              "task needs for its seven classes"},
+         "D": "because fine-tuning is meant to teach a model new words, and only the held-out documents "
+              "hold words that the pretrained model has not seen"},
         "B", "pretraining on the test text would let the pretrained model recall it; the random start could not.",
-        {"A": "length has nothing to do with it; what matters is that no model saw them.",
+        {"A": "forgetting is a risk of long fine-tuning on any text; the concern here is the pretrained model "
+              "having read the test sentences.",
          "C": "the tokenizer encodes any text; the concern is the model having read the sentences.",
-         "D": "the choice is about leakage, not size."}),
+         "D": "the tokenizer and the vocabulary are fixed by the checkpoint; the held-out documents share most "
+              "of their words with the training ones. The point is that no model read these sentences."}),
     "q3": Question(
-        "A model fine-tuned on the real-or-corrupted task scores 50.0% on a test set that is half real, half "
-        "corrupted. What did it most likely learn?",
-        {"A": "to tell the two kinds apart perfectly, but with its labels swapped, so that every answer "
-              "it gives comes out wrong",
-         "B": "to answer one class for every sentence, the nearest minimum of the loss on a balanced task",
-         "C": "to read the word order of every sentence and to judge it correctly about half the time, "
-              "as a person guessing would",
-         "D": "nothing, because a model whose accuracy is exactly one half cannot have changed its weights "
-              "during fine-tuning"},
-        "B", "exactly 50.0% on a balanced test set, from both starts, is the signature of a constant answer.",
-        {"A": "swapped labels would give 0%, not 50%.",
-         "C": "guessing would land near 50%, and almost never on exactly 50.0% of 1,664 sentences.",
-         "D": "the weights changed (the loss fell to log 2); they settled on a constant answer."}),
+        "On the real-or-corrupted task both starts ended up answering one class for every sentence. Why can "
+        "80 steps of fine-tuning stay there?",
+        {"A": "a constant answer is the minimum of the loss on a balanced task, so gradient descent is right to "
+              "settle there and stay",
+         "B": "the two classes are balanced, so their gradients cancel exactly and the weights cannot change at "
+              "all during fine-tuning",
+         "C": "one linear layer on the [CLS] vector cannot tell two classes apart, so a constant answer is all "
+              "that this small classifier is able to express",
+         "D": "a constant answer sits on a plateau: its loss is ln 2 whatever the sentence, the gradient there "
+              "is small, and a short run may not leave"},
+        "D", "a flat region of the loss, not a minimum: a model that told the sentences apart would have a lower "
+        "loss, but near the constant answer the gradient gives little direction.",
+        {"A": "it is not a minimum: a model that tells a real sentence from its corrupted copy has a lower loss, "
+              "and the pretrained masked LM shows that the information is there.",
+         "B": "the gradients of different sentences differ; near a constant answer they nearly cancel, which "
+              "makes the gradient small, not zero: the weights still move.",
+         "C": "the encoder below [CLS] trains too, and the same classifier learned seven classes on the "
+              "which-document task."}),
     "q4": Question(
         "What does the program print? (the shipped bert-mlm-nsp, loaded as a classifier with 7 labels)",
         {"A": "['bert.pooler.dense.bias', 'bert.pooler.dense.weight', 'classifier.bias', 'classifier.weight']",
@@ -137,16 +146,17 @@ QUIZ = {EX: {
     "q5": Question(
         "A frozen probe (notebook 08) and fine-tuning start from the same checkpoint. What does fine-tuning "
         "change that the probe cannot?",
-        {"A": "the tokenizer: fine-tuning adds the task's new words to the vocabulary, which a probe has to "
-              "do without",
+        {"A": "the encoder's weights: every layer adapts to the task, while a probe only reads the vectors "
+              "that pretraining left",
          "B": "nothing that matters: both train the same weights, only with a different optimizer and "
               "learning-rate schedule",
-         "C": "the labels: fine-tuning can correct wrong labels in the training data, a probe has to take "
-              "them as they are",
-         "D": "the encoder's weights: every layer adapts to the task, while a probe only reads the vectors "
-              "that pretraining left"},
-        "D", "fine-tuning trains every weight; a probe trains only a linear layer on frozen vectors.",
-        {"A": "the vocabulary is fixed by the checkpoint's tokenizer in both cases.",
-         "B": "a probe trains one linear layer; fine-tuning trains every weight of the encoder as well.",
-         "C": "neither method touches the labels."}),
+         "C": "only the head: fine-tuning puts a deeper, nonlinear classifier on the same frozen vectors, where "
+              "a probe fits one linear layer",
+         "D": "the tokenizer: fine-tuning adds the task's new words to the vocabulary, which a probe has to "
+              "do without"},
+        "A", "fine-tuning trains every weight; a probe trains only a linear layer on frozen vectors.",
+        {"B": "a probe trains one linear layer; fine-tuning trains every weight of the encoder as well.",
+         "C": "the classifier of BertForSequenceClassification is one linear layer too; what differs is that "
+              "the encoder below it trains.",
+         "D": "the vocabulary is fixed by the checkpoint's tokenizer in both cases."}),
 }}

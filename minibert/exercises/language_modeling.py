@@ -220,17 +220,18 @@ targets = shift_labels(batch["labels"])  # what BertForCausalLM scores each posi
 print(targets[1].tolist())
 '''),
     "q2": Question(
-        "Section 4 trains a model on input_ids[:, :-1] with labels input_ids[:, 1:], as a common example does, and "
-        "its loss falls. What did it learn, by the held-out hit rates?",
-        {"A": "to guess the token two ahead: its prediction at t matched token t + 2 about twice as often as t + 1",
-         "B": "the next token, as intended: a loss that falls steadily in training shows that the labels are right",
-         "C": "nothing useful: the model refused the shifted labels with an error and its weights never moved",
-         "D": "to copy its input: the two shifts cancel, so every position is scored on the token it reads"}, "A",
-        "the user shifted once and the model shifted again, so position t was trained on token t + 2; guessing two "
+        "A training script feeds BertForCausalLM input_ids[:, :-1] with labels input_ids[:, 1:], as a common "
+        "example does, and its loss falls steadily. What is position t trained to predict?",
+        {"A": "token t + 2: the script shifted once and the model shifts again, so the two shifts add up",
+         "B": "token t + 1, as intended: a loss that falls steadily in training shows that the labels are right",
+         "C": "token t + 1: the model sees that the labels are shifted already and skips its own shift",
+         "D": "token t, its own: the two shifts cancel, so every position is scored on the token it reads"}, "A",
+        "the user shifted once and the model shifted again, so position t is trained on token t + 2; guessing two "
         "ahead is possible, just harder, so the loss still falls.",
         {"B": "the loss falls for the buggy model too, because guessing two tokens ahead can be learned; a falling "
               "loss cannot tell the two apart.",
-         "C": "nothing crashes: BertForCausalLM only warns (section 4 shows the warning), and training goes on.",
+         "C": "the model notices and warns (section 4 shows the warning), but it still shifts: it cannot know "
+              "whether you meant the labels as they are.",
          "D": "both shifts move the labels the same way, to the left, so they add up to two steps; they do not "
               "cancel."}),
     "q3": Question(
@@ -261,15 +262,16 @@ print(targets[1].tolist())
          "D": "the model does not train normally: it learns to read the next token instead of predicting it, "
               "which is useless for generation."}),
     "q5": Question(
-        "The live run ends at a held-out perplexity of 538, the unigram model at 1056 on the same blocks and "
-        "tokenizer. What does that say?",
-        {"A": "the model gets 538 of every 1056 held-out tokens right: an accuracy of about one half",
+        "On the same held-out blocks, with the same tokenizer, a causal LM's perplexity is half the unigram "
+        "model's. What does that say?",
+        {"A": "the model guesses the next token right twice as often as the unigram model does",
          "B": "the model is the worse of the two, since a model that predicts better has a higher perplexity",
          "C": "nothing: the unigram model ignores context, so its perplexity cannot be set beside the model's",
-         "D": "the model is as unsure as a uniform choice among 538 tokens, about half the unigram's 1056"}, "D",
+         "D": "the model is as unsure as a uniform choice among half as many tokens: its context is worth that"}, "D",
         "perplexity is exp(mean cross-entropy), the effective number of choices per token; lower is better, "
         "and on the same text with the same tokenizer the two are comparable.",
-        {"A": "perplexity is not a count of right guesses; the run's next-token accuracy is 14.7%.",
+        {"A": "perplexity scores the probability given to the right token, not whether it is the top guess; "
+              "accuracy is a separate score, and halving one does not double the other.",
          "B": "lower is better: a perfect model has perplexity 1, a model that knows nothing the vocabulary size.",
          "C": "both are next-token distributions scored on the same tokens, so their perplexities compare; "
               "the unigram is the baseline that shows what the context adds."}),
@@ -288,4 +290,17 @@ print(targets[1].tolist())
               "the cache gives the same ones because the stored keys and values are exact.",
          "D": "the cache grows with every generated token: each step stores the new token's keys and values "
               "and reuses all earlier ones."}),
+    "q7": Question(
+        "What does model.get_loss(input_ids, input_ids=input_ids, shift_labels=False) score each position t of a "
+        "BertForCausalLM on?",
+        {"A": "token t + 1: shift_labels=False only turns off the check for labels that were shifted twice",
+         "B": "token t, the one it has just read: the labels are taken as shifted already, so nothing moves them",
+         "C": "token t + 2: the labels are shifted here and once more inside the forward pass",
+         "D": "token t + 1: with shift_labels=False the model shifts the inputs instead of the labels"}, "B",
+        "shift_labels=False declares the labels already shifted; labels equal to the inputs then put each "
+        "position's own token as its target. Pass minibert.shift_labels(labels) with it, or keep the default.",
+        {"A": "shift_labels decides whether the labels are moved one step before scoring; with False they are "
+              "scored exactly as given.",
+         "C": "the helper methods shift at most once, and with shift_labels=False not at all.",
+         "D": "the inputs are never shifted: the model reads them as given, and only the labels can move."}),
 }}

@@ -262,24 +262,26 @@ batch = minibert.MLMCollator(tokenizer, seed=0)([[cls] + words + [sep], [cls] + 
 print((batch["labels"] != -100).sum(dim=1).tolist())
 '''),
     "q2": Question(
-        "BERT replaces 80% of the selected tokens by [MASK], 10% by a random token and keeps 10%. Why not put "
-        "[MASK] at every selected position?",
-        {"A": "the random and kept tokens are noise added on purpose, so the model overfits its training text less",
-         "B": "to save compute: the encoder skips the positions that are not [MASK], so 20% of the work is saved",
-         "C": "[MASK] never occurs after pretraining, and any visible token may be a target, so each needs care",
-         "D": "so that rare words are replaced more often than frequent ones, which the model needs to see most"},
+        "Two copies of a small BERT are pretrained alike, except that one puts [MASK] at every selected position "
+        "and the other uses 80/10/10. Both then read a text with no [MASK] in it. At a visible token, what does "
+        "each one's top guess tend to be?",
+        {"A": "both return the token they see: a token in plain view is the easiest answer, whatever the training",
+         "B": "neither guesses anything useful: without a [MASK] in the input, a masked LM's outputs are noise",
+         "C": "the 80/10/10 one often returns the token it sees; the other guesses from context, as at a blank",
+         "D": "the all-[MASK] one returns the token it sees; the 80/10/10 one learned to distrust visible tokens"},
         "C",
-        "a model asked only at [MASK] positions could neglect every token it sees, and would meet text without "
-        "[MASK] at fine-tuning; with 10% kept and 10% random, any visible token might be asked about.",
-        {"A": "the random tokens are only 1.5% of all tokens; the reason is the mismatch with fine-tuning, and "
-              "that the model must represent every visible token well.",
-         "B": "the encoder runs over every position whatever it holds; a kept or random token costs as much as "
-              "a [MASK].",
-         "D": "the 80/10/10 split is drawn the same way for every selected token, rare or frequent."}),
+        "only the 80/10/10 model was ever asked about a token it could see (the kept 10%), so only it learned to "
+        "use the token at the position it predicts; the all-[MASK] model's guess ignores that token, which is "
+        "the mismatch with fine-tuning inputs that the rule exists to avoid.",
+        {"A": "a model never asked about a visible token has no reason to pass it to its output; the all-[MASK] "
+              "model does about as well at a visible token as at a blank.",
+         "B": "the context is all there, and both models guess from it; only the token at the position itself "
+              "is used differently.",
+         "D": "it is the other way round: the all-[MASK] model was never rewarded for returning a visible token; "
+              "the kept 10% of 80/10/10 were the only targets that did."}),
     "q3": Question(
-        "A common example builds labels = input_ids.clone() and never writes -100. What does section 3 measure "
-        "for a fresh model on such labels?",
-        {"A": "the unselected tokens, which the model can read, make up almost nine tenths of the loss",
+        "A common example builds labels = input_ids.clone() and never writes -100. What goes wrong?",
+        {"A": "most of the loss comes from tokens the model can read in its input: it rewards copying",
          "B": "the loss is zero from the first step, because every answer can be read in the input",
          "C": "nothing: a mean over more positions points the gradient in the same direction as before",
          "D": "cross-entropy raises an error, since it needs -100 somewhere to find the masked positions"}, "A",
@@ -291,12 +293,12 @@ print((batch["labels"] != -100).sum(dim=1).tolist())
               "input.",
          "D": "cross-entropy runs on any labels; -100 only tells it which positions to skip."}),
     "q4": Question(
-        "MLMCollator draws new masks every time a block is put in a batch. Over twenty epochs, how often were "
-        "rare tokens selected compared with the 100 most frequent ones?",
+        "MLMCollator draws new masks every time a block is put in a batch. Over many epochs, how often are rare "
+        "tokens selected compared with frequent ones?",
         {"A": "more often: each new mask prefers the tokens earlier masks missed, and rare tokens are missed most",
          "B": "less often: the collator selects frequent tokens first, since they carry most of the signal",
          "C": "never again after one epoch: a token that was a target once stays visible from then on",
-         "D": "about as often: 14.5% against 14.9%, since every ordinary token has the same chance each time"},
+         "D": "about as often: the selection never looks at which token sits at a position"},
         "D",
         "dynamic masking changes which tokens are chosen, not how likely each one is: every draw is uniform "
         "over the ordinary tokens of the sequence.",
@@ -304,24 +306,24 @@ print((batch["labels"] != -100).sum(dim=1).tolist())
          "B": "selection never looks at which token is at a position; frequency plays no part.",
          "C": "every epoch draws afresh among all ordinary tokens, targets of earlier epochs included."}),
     "q5": Question(
-        "Exercise 04.1 selects each ordinary token with a 15% coin; MLMCollator selects exactly round(0.15 n) of "
-        "a sequence's n ordinary tokens. Which one masks as BERT should?",
-        {"A": "only the coin: a fixed count makes the chosen positions depend on one another and biases the loss",
-         "B": "both: each selects about 15% on average; the fixed count just takes away the spread per sequence",
-         "C": "only the fixed count: with a coin, the tokens of a long sequence are likelier to be selected",
-         "D": "neither: BERT takes exactly 15% of the whole batch, so that every step has the same targets"}, "B",
-        "every ordinary token has the same chance of being a target, about 15%, either way; the fixed budget "
-        "only removes the variation in the number of targets per sequence (section 1 measures it).",
-        {"A": "every position of a sequence is equally likely to be among the chosen round(0.15 n), so the "
-              "targets are as unbiased as with a coin.",
+        "Exercise 04.1 selects each ordinary token with a 15% coin; MLMCollator selects exactly "
+        "max(1, round(0.15 n)) of a sequence's n ordinary tokens. How do the two differ?",
+        {"A": "only in the spread: every token has a 15% chance either way; the count just never varies",
+         "B": "on short sequences: the count gives 4 tokens one target (25%); a coin gives each 15%",
+         "C": "the coin favours long sequences: each token of a long one is likelier to be selected",
+         "D": "the count favours some positions: the chosen ones depend on each other, biasing the loss"}, "B",
+        "max(1, round(0.15 n)) / n is above 15% for short sequences (a third for n = 3, all of it for n = 1) and "
+        "wobbles with rounding; a coin gives every token 15% whatever n, but the number of targets varies.",
+        {"A": "that holds for long sequences only: rounding and the floor of one target over-mask short ones.",
          "C": "a coin gives each token the same 15% chance, whatever the length of its sequence.",
-         "D": "MLMCollator, like Google's data script, counts the budget per sequence, never over the batch."}),
+         "D": "within a sequence every position is equally likely to be among the chosen; only the count "
+              "depends on n."}),
     "q6": Question(
-        "Section 6 collates the same 64 blocks both ways: 14.3% of the tokens are masked-LM targets and 98.0% "
-        "causal-LM targets. What follows?",
-        {"A": "the masked LM trains about seven times faster per step, since its encoder runs at the masks only",
+        "In a masked LM about 15% of a block's tokens are targets; in a causal LM nearly all of them are. "
+        "What follows?",
+        {"A": "the masked LM trains several times faster per step, since its encoder runs at the masks only",
          "B": "nothing: the unmasked 85% give a training signal too, as the loss is computed at every position",
-         "C": "for as many targets, a masked LM reads about seven times as many tokens, each forward and back",
+         "C": "for as many targets, a masked LM reads several times as many tokens, each forward and back",
          "D": "the causal LM is the better model, because a loss over more targets per block always ends lower"},
         "C",
         "the encoder runs forward and backward over every token, target or not, so a masked LM pays for its "

@@ -101,52 +101,49 @@ def check_majority_baseline(majority_baseline):
 
 QUIZ = {EX: {
     "q1": Question(
-        "Section 1 printed the live runs' budgets: clm 200 steps of 32 x 64 tokens (0.4 million), mlm, mlm+nsp "
-        "and mlm+sop 600 steps of 64 x 64 (2.5 million), and the minutes each run took. What do the live runs hold "
+        "In the live runs, clm made 200 steps of 32 sequences of 64 tokens, the masked models 600 steps of 64 "
+        "sequences of 64 tokens, and each run took as many minutes as its steps needed. What do the live runs hold "
         "equal?",
         {"A": "the steps: each objective makes the same number of optimizer updates, the fairest budget there is",
          "B": "the tokens: the causal LM reads fewer sequences but learns from every position, which evens it out",
          "C": "the wall time: each run trains for about the same number of minutes on the same machine",
-         "D": "none of the three: the masked runs made more steps on more tokens, and the minutes differ as well"},
+         "D": "none of the three: the masked runs made more steps on more tokens, and the minutes differ too"},
         "D",
         "the live runs hold neither the steps nor the tokens, and their minutes are whatever each run took on a "
         "shared machine; a comparison must say which budget it holds, and the shipped masked checkpoints hold wall "
         "time (75 minutes each; bert-clm had 30).",
         {"A": "the causal run made 200 steps, the masked ones 600.",
-         "B": "the masked runs saw 2.5 million tokens, the causal run 0.4 million; scoring every position is what "
-              "makes a causal step cost more, not what makes the token counts equal.",
-         "C": "the minutes differ from run to run (the table's last column): \"under a minute each\" is a teaching "
-              "budget, not a matched one."}),
+         "B": "the masked runs saw six times as many tokens; scoring every position is what makes a causal step "
+              "cost more, not what makes the token counts equal.",
+         "C": "the minutes differ from run to run: \"under a minute each\" is a teaching budget, not a matched one."}),
     "q2": Question(
-        "Claim 5 printed the native held-out losses of the live runs: next-token loss 6.29 for clm, masked-token "
-        "loss 6.40 for mlm. Why does that not make the causal LM the better model?",
-        {"A": "the two numbers are within noise of each other, so neither model can be called the better one on "
-              "this test",
+        "Suppose the causal LM's held-out loss (next token) is lower than the masked LM's held-out loss (masked "
+        "tokens), both trained on the same text. Why does that not make the causal LM the better model?",
+        {"A": "a lower loss counts only once the gap is wider than the intervals, and these two have none yet",
          "B": "the losses score different predictions: the next token from the left, a hidden token from both sides",
          "C": "a masked-LM loss covers the masked positions only; rescaled by their share it would be far lower",
          "D": "the masked LM read more tokens, so its loss has to be divided by the ratio of the budgets first"}, "B",
         "each loss measures its own task; compare objectives on a common task instead (sections 3 and 4).",
-        {"A": "even a large gap would mean nothing: a next-token loss and a masked-token loss are not on one scale.",
+        {"A": "even a gap far beyond any interval would mean nothing: a next-token loss and a masked-token loss are "
+              "not on one scale.",
          "C": "a loss is an average per predicted token; no rescaling turns one task's loss into the other's.",
          "D": "no division by a budget makes two different tasks comparable; budgets matter when the task is the "
               "same."}),
     "q3": Question(
-        "On 'which document?' the shipped checkpoints' frozen features score 73.2 to 78.7%, against 15.0% for the "
-        "majority class. What else in the table does a fair reading of that need?",
-        {"A": "nothing more: 73 to 79% against 15% already shows that pretraining taught the models the topics",
+        "On 'which document?', the shipped checkpoints' frozen features score far above the majority class. What "
+        "else in the table does a fair reading of that need?",
+        {"A": "nothing more: a score that far above the majority class shows that pretraining taught the topics",
          "B": "the order probe: a model that knows topics must also tell the order, or the topic score is luck",
-         "C": "the untrained model (58.6%) and bag of words (88.8%): pretraining adds 15 to 20 points, below word "
-              "counts",
-         "D": "the causal LM, which scores as the masked ones do: so the probe measures the tokenizer, not the "
-              "model itself"},
+         "C": "the untrained model and bag of words: the gain over random weights, and the bar set by word counts",
+         "D": "a probe with a hidden layer: a linear probe understates what frozen features hold, so read that one"},
         "C",
         "random weights already give useful features, and word counts beat every model: the gain over the untrained "
         "model of the same shape is what pretraining gave.",
-        {"A": "random transformer features score 58.6% too: most of the gap over the majority class is not "
+        {"A": "random transformer features also score far above the majority class: much of that gap is not "
               "pretraining's.",
          "B": "topic and order are different tasks; a probe score is read against its own controls, not another task.",
-         "D": "the live models and the untrained one share that tokenizer and score 57.7 to 65.7%: the weights "
-              "matter."}),
+         "D": "a bigger probe can learn part of the task itself from any features; the controls, read with the same "
+              "linear probe, are what make the score mean something."}),
     "q4": Question(
         "Exercise 08.1 wrote mean pooling, the sentence vector of the probes. What does this program, using "
         "minibert's own mean_pool, print last?",
@@ -166,17 +163,17 @@ mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the second row's last token is pa
 print(mean_pool(hidden, mask).flatten().tolist())
 '''),
     "q5": Question(
-        "Claim 4: after 75 minutes, bert-mlm's masked-LM loss was 2.05 on training blocks and 4.43 on held-out "
-        "ones, a larger gap than bert-mlm-nsp's (2.61 against 4.30). What caused the overfitting?",
-        {"A": "sharing one text between masked LM and NSP: each objective fits the other's patterns in the same data",
-         "B": "a fixed mask per block: the model memorises which positions of each training block are hidden",
-         "C": "the shipped runs' learning rate held at its peak: large steps show up as a gap between the two losses",
-         "D": "repetition: each training block was seen 164.6 times on average, and bert-mlm made the most steps"},
-        "D",
-        "overfitting came from many passes over a small corpus; the model without a second task overfits most, so "
-        "sharing text between objectives is not the cause.",
-        {"A": "bert-mlm has no sentence task at all, and it has the largest gap.",
-         "B": "the course's collator draws a fresh mask each time a block is seen (dynamic masking).",
-         "C": "a learning rate that is too high makes the training loss noisy or higher, not far lower than the "
-              "held-out loss."}),
+        "Asked to predict from the left, a masked model has a perplexity a little above the unigram model's on the "
+        "same tokens, and the 95% interval of the ratio of the two perplexities includes 1. What may you conclude?",
+        {"A": "the masked model is worse than word frequencies: its perplexity is the higher of the two",
+         "B": "the two are equal: the masked model has learned the word frequencies and nothing else",
+         "C": "this test cannot tell them apart: it shows neither one better than the other",
+         "D": "the interval is too wide to help: compare the two perplexities on their own instead"},
+        "C",
+        "an interval that includes 1 (or 0, for a difference) means this test set cannot tell the two apart; that "
+        "is not the same as showing that they are equal (section 3).",
+        {"A": "the estimate is higher, but other test sets of the same size could plausibly put it lower: the "
+              "interval includes 1.",
+         "B": "'cannot tell' is not 'equal': a larger test set might still separate them, either way.",
+         "D": "without the interval a small gap looks like a finding; the interval is what says it is not one."}),
 }}

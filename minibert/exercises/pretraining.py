@@ -253,24 +253,25 @@ QUIZ = {EX: {
          "D": "each batch builds its own graph, and its backward adds to .grad without complaint: the bug is "
               "silent, which is why the 06.2 check looks for it."}),
     "q3": Question(
-        "In section 2, the gradients of the MLM loss and of the NSP loss on the shared encoder have a cosine of "
-        "-0.01 for the fresh model with the prior. What does that number tell you about the two objectives?",
-        {"A": "that they pull the shared encoder in unrelated directions: a cosine near 0 means the objectives ask "
-              "for different things and compete for the same weights",
-         "B": "nothing on its own: two batches of the same objective give MLM gradients with a cosine of -0.00, and "
-              "two random directions of that size 0.000",
-         "C": "that they agree: in 396,544 dimensions a cosine above -0.1 already counts as aligned, so each NSP "
-              "step also lowers the masked-LM loss of the batch",
-         "D": "that NSP barely trains the encoder: the cosine is near 0 because the NSP gradient is much smaller "
-              "than the MLM gradient, which sets the direction alone"}, "B",
-        "in hundreds of thousands of dimensions almost any two directions are nearly orthogonal, and one batch's "
-        "gradient is mostly the noise of its own pairs: a cosine means something only beside its control.",
-        {"A": "the same near-zero cosine appears between two batches of the same objective (-0.00), which cannot "
-              "ask for different things.",
-         "C": "two random directions of that size have a cosine of 0.000: a cosine of -0.01 is no sign of "
-              "agreement either.",
-         "D": "the cosine does not depend on the sizes of the two vectors; and here the two gradients are of the "
-              "same size (0.061 and 0.058)."}),
+        "Scored on the same held-out pairs, model A is right on many more NSP pairs than model B, yet its average "
+        "NSP loss is about the same as B's. How can that be?",
+        {"A": "A's wrong answers are confident: a pair's loss is minus the log of the probability given to the true "
+              "label, so a wrong answer given with probability 0.99 costs about 4.6, and a few of those outweigh "
+              "many small gains",
+         "B": "one of the two numbers must be wrong: a lower loss always means a higher accuracy on the same pairs, "
+              "so two models that are far apart in accuracy must be far apart in loss too",
+         "C": "the NSP loss also holds the masked-LM part, so a model that is better at NSP can still have the "
+              "larger loss if it is worse at predicting the masked tokens",
+         "D": "A's weights are larger, and the weight decay of AdamW adds their size to the reported loss, which "
+              "hides A's better predictions"}, "A",
+        "accuracy only asks whether the true label gets the most probability; the loss asks how much it gets, and "
+        "punishes a confident mistake far more than a hesitant one. Loss and accuracy measure different things.",
+        {"B": "accuracy is a threshold (is the truth the top answer?), the loss a mean of -log p: a model can gain "
+              "many right answers and pay for them with a few very confident wrong ones.",
+         "C": "nsp_loss is the next-sentence cross-entropy alone; the masked-LM part is mlm_loss, and only their "
+              "sum, loss, holds both.",
+         "D": "AdamW's weight decay shrinks the weights directly in the update step; it is not added to the loss "
+              "the model reports."}),
     "q4": Question(
         "transformers' BertForPreTraining loads the saved folder with no missing, unexpected or mismatched keys, "
         "and its MLM and NSP logits match ours within 1e-4. What does that establish?",
@@ -283,9 +284,9 @@ QUIZ = {EX: {
          "D": "that both libraries use the same parameter names and shapes and compute the same function; how "
               "well the weights were trained is another question"}, "D",
         "equal logits on the same input prove the computation matches; they say nothing about how well it was "
-        "trained (the live model fills none of the 60 everyday sentences).",
-        {"A": "loading checks names and shapes, not quality: the live model loads cleanly and still answers "
-              "\"the\" to every blank.",
+        "trained (the live model loads just as cleanly and answers \"the\" to almost every blank).",
+        {"A": "loading checks names and shapes, not quality: a model trained for a minute loads just as "
+              "cleanly as one trained for hours.",
          "B": "everything runs offline (HF_HUB_OFFLINE=1): the weights come from our folder, and a bert-base "
               "checkpoint would not even fit this configuration.",
          "C": "the tokenizer is the one trained in this course; the notebook compares it separately (same token "

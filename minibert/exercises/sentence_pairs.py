@@ -237,7 +237,7 @@ QUIZ = {EX: {
         {"A": "[0, 0, 0, 0]", "B": "[1, 0, 1, 0]", "C": "[1, 1, 1, 1]", "D": "[0, 1]"}, "C",
         "max_length=8 leaves 8 - 3 = 5 tokens for A and B, and every sentence reaches that alone: each chunk is a "
         "single sentence, which cannot be split into A and a true continuation, so its B is random and its label "
-        "1 (NotNext), four times. It is the 57% of section 2, pushed to the extreme.",
+        "1 (NotNext), four times: the NotNext surplus of section 2, pushed to the extreme.",
         {"A": "label 0 means B is the true next sentence; a chunk of one sentence has no continuation to keep, so "
               "its B is always random.",
          "B": "no coin is tossed here: the 50/50 draw happens only for chunks of two sentences or more, and each "
@@ -246,62 +246,64 @@ QUIZ = {EX: {
               "form one chunk: each sentence makes a pair of its own."},
         code=PREDICT_LABELS),
     "q2": Question(
-        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and reports 26.8% "
-        "held-out accuracy read with BERT's convention, on a task with two classes. What is the most likely cause?",
+        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and its held-out "
+        "accuracy, read with BERT's convention, comes out far below 50% on this two-class task: about one minus "
+        "what the head of section 6 scores. What is the most likely cause?",
         {"A": "the head learned nothing from the frozen encoder and guesses, so its accuracy lands wherever chance "
               "happens to put it on this particular set of held-out pairs",
          "B": "the held-out documents are about other topics than the training ones, so what the head learned "
               "about topic does not carry over to their pairs",
          "C": "with the encoder frozen the head has too few parameters to fit the pairs, so it settles on always "
               "answering the minority class",
-         "D": "it was trained with 0 and 1 swapped: it knows what the 73.2% head knows and puts it in the other "
+         "D": "it was trained with 0 and 1 swapped: it knows what the other head knows and puts it in the other "
               "column, the one that BERT's convention reads as NotNext"}, "D",
-        "26.8 + 73.2 = 100: the same knowledge with the columns exchanged. Far below chance on a two-way task is "
-        "the fingerprint of swapped labels (section 6).",
-        {"A": "a head that guesses scores near 50%, or the majority class (56.1%) if it always gives one answer; "
-              "26.8% is wrong far more often than a coin, which takes knowledge read backwards.",
-         "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and on these same "
-              "held-out pairs the head trained the right way scores 73.2%.",
-         "C": "always answering IsNext, the minority class, scores the share of IsNext pairs: 100% minus the "
-              "56.1% majority class, far above 26.8%."}),
+        "the two accuracies add up to one: the same knowledge with the columns exchanged. Far below chance on a "
+        "two-way task is the fingerprint of swapped labels (section 6).",
+        {"A": "a head that guesses scores about half, or the majority class if it always gives one answer; being "
+              "wrong far more often than a coin takes knowledge, read backwards.",
+         "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and the head "
+              "trained the right way does well on these same held-out pairs.",
+         "C": "always answering IsNext, the minority class, scores the share of IsNext pairs, which is not far "
+              "below half; and a linear head on these vectors fits the pairs well, as section 6 shows."}),
     "q3": Question(
-        "The overlap rule (IsNext when A and B share a content token) gets 80.0% of held-out random-negative pairs "
-        "right, but 50.7% of SOP pairs, where always answering the majority class gets 52.1%. Why does it fail on "
-        "SOP?",
+        "The overlap rule (IsNext when A and B share enough content tokens) beats the majority class by far on "
+        "random-negative pairs, but not on SOP pairs, although its threshold is fitted on SOP's own training "
+        "pairs there. Why does it fail on SOP?",
         {"A": "swapping A and B does not change their overlap, and both SOP classes are made of the same "
               "consecutive segments, so the rule sees nothing that tells the classes apart",
-         "B": "its threshold was fitted on pairs with random negatives; fitted again on the SOP training pairs, it "
-              "would recover most of the 80% it reaches on random-negative pairs",
+         "B": "SOP yields fewer training pairs than NSP, too few to fit the threshold well; with as many pairs as "
+              "NSP the rule would do about as well on SOP as on random negatives",
          "C": "consecutive segments share fewer content tokens than random ones, so the rule calls most SOP pairs "
               "NotNext and misses nearly every pair that is in order",
          "D": "truncate_seq_pair cuts the segments of SOP pairs at random ends, which removes the words they "
               "share, so every SOP pair ends up with an overlap near zero"}, "A",
         "the overlap is symmetric in A and B, and an in-order pair and a swapped one are the same two segments: no "
         "score that treats A and B alike can see their order.",
-        {"B": "the threshold is fitted on each task's own training pairs (section 4), SOP's included; no threshold "
-              "separates two classes whose overlaps are the same.",
-         "C": "it is the other way round: text that follows on shares more words (0.054 against 0.003 for random "
-              "pairs), and in SOP both classes are consecutive text.",
-         "D": "truncation removes a few tokens at the ends and treats both classes alike; the segments still share "
-              "their topic words, in order or swapped."}),
+        {"B": "more pairs would fit the threshold more precisely, but no threshold separates two classes whose "
+              "overlaps are distributed the same way.",
+         "C": "it is the other way round: text that follows on shares more words than a random pair (section 3), "
+              "and in SOP both classes are consecutive text.",
+         "D": "truncation only touches pairs that are too long, removes a few tokens at their ends and treats both "
+              "classes alike; the segments still share their topic words, in order or swapped."}),
     "q4": Question(
-        "On held-out hard-negative pairs, the model trained on random negatives scores 44.1 ±4.3%, the model "
-        "trained on hard negatives 54.9 ±4.3%, and always answering the majority class 54.9%. Which reading fits?",
-        {"A": "the hard-negative model has learned coherence: it beats the random-negative model by eleven points, "
-              "much more than the intervals, on the pairs where topic is no help",
+        "On held-out hard-negative pairs, the model trained on random negatives scores below the majority class, "
+        "with an interval that stays below it; the model trained on hard negatives scores exactly the majority "
+        "class. Which reading fits?",
+        {"A": "the hard-negative model has learned coherence: it beats the random-negative model, by more than the "
+              "intervals, on the pairs where topic is no help",
          "B": "the random-negative model learned topic and takes same-document pairs for true continuations; the "
               "hard-negative model has learned nothing yet",
-         "C": "the scores are all within the noise of each other and of the majority class, so neither model can "
-              "be said to have learned anything about these pairs",
+         "C": "a score below the majority class cannot come from learning: a model that learned something scores "
+              "at least the baseline, so the random-negative model's result is noise",
          "D": "some hard negatives do follow A in the text and are labelled NotNext all the same, which pulls both "
               "models towards chance on these pairs"}, "B",
-        "44.1 ±4.3% is below the majority class, beyond its interval: a B from A's document shares A's topic, and "
-        "a model that learned topic calls it IsNext. The hard-negative model answers NotNext to every pair, so it "
-        "scores the majority class exactly.",
-        {"A": "54.9% is exactly the majority class: the hard-negative model answers NotNext to every pair. Beating "
-              "a model that is below the majority class is no sign of coherence.",
-         "C": "even the top of 44.1 ±4.3% stays below the 54.9% majority class: the random-negative model is "
-              "worse than answering blindly, and that is a finding.",
+        "a B from A's own document shares A's topic, and a model that learned topic calls it IsNext: it does "
+        "worse than answering blindly. The hard-negative model answers NotNext to every pair, so it scores the "
+        "majority class exactly.",
+        {"A": "scoring exactly the majority class means answering NotNext to every pair. Beating a model that is "
+              "below the majority class is no sign of coherence.",
+         "C": "the interval says the gap is not noise; and a model that learned the wrong cue can do worse than "
+              "one that reads nothing, which is what topic does on these pairs.",
          "D": "a hard negative is never the sentence after A, nor A's neighbour: make_nsp_examples leaves those out "
               "when it draws B from the same document."}),
     "q5": Question(

@@ -229,13 +229,15 @@ QUIZ = {EX: {
         {"A": "replaces the whole word with [UNK], since only a word that is an entry of the vocabulary can get an id",
          "B": "spells it out letter by letter, one single-character piece per letter, since that always works",
          "C": "splits it into the longest pieces the vocabulary has, every piece after the first starting with ##",
-         "D": "adds it to the vocabulary as a new entry, with the next free id, so that it is known from then on"},
+         "D": "cuts it into its morphemes, 'photo' + '##synthetic', since the vocabulary holds the meaningful parts of "
+              "words"},
         "C",
         "WordPiece spells any word made of known characters with the longest pieces it has; only a character it "
         "cannot spell gives [UNK].",
         {"A": "[UNK] comes only from a character the vocabulary cannot spell; known characters always give pieces.",
          "B": "single characters are the last resort: the tokenizer tries the longest pieces first.",
-         "D": "a trained vocabulary is fixed: the model has one embedding row per entry, and encoding adds none."}),
+         "D": "the pieces are whatever the merges produced, often not morphemes: the tokenizer takes the longest "
+              "entry that fits, meaningful or not."}),
     "q2": Question(
         "For the pair [CLS] A [SEP] B [SEP], which segment id (token_type_id) does the final [SEP] get?",
         {"A": "0, like every special token: segment ids only tell the ordinary tokens of A and B apart",
@@ -259,8 +261,8 @@ QUIZ = {EX: {
          "C": "that is what a label of -100 does; the attention mask acts inside attention, not on the loss.",
          "D": "segments are token_type_ids; the attention mask only tells real tokens (1) from padding (0)."}),
     "q4": Question(
-        "With the same budget of 8,000 entries, WordPiece gives [UNK] for 0.02% of the held-out tokens, while a "
-        "vocabulary of whole words leaves 11.4% of the held-out words unknown. Why?",
+        "With the same budget of 8,000 entries, WordPiece almost never gives [UNK] on held-out text, while a "
+        "vocabulary of whole words leaves many held-out words unknown. Why?",
         {"A": "WordPiece entries are longer than words on average, so the same budget covers more of the text",
          "B": "pieces spell words never seen in training out of frequent parts, down to single characters",
          "C": "WordPiece was trained on the held-out text as well, so it had seen most of those words already",

@@ -129,24 +129,27 @@ QUIZ = {EX: {
          "D": "only the causal LM is limited to the past; BERT's encoder reads every token of its input at once."}),
     "q3": Question(
         "Where do the labels of these three objectives come from?",
-        {"A": "from people who marked, for a sample of sentence pairs, whether the second one follows the first",
+        {"A": "from annotators who labeled a sample of the corpus, as for any supervised task",
          "B": "from a larger model trained beforehand, whose predictions the small model learns to copy",
          "C": "from the text itself: the next token, the hidden token, whether segment B really followed A",
-         "D": "from the tokenizer, which stores the likeliest next token for every entry of its vocabulary"}, "C",
+         "D": "the token objectives from the text itself, but next sentence prediction from pairs people marked "
+              "as related"}, "C",
         "that is why they are called self-supervised: any raw text provides labels for free.",
-        {"A": "nobody annotates anything: an NSP pair takes either the real next sentence or a random one.",
+        {"A": "nobody annotates anything: every label is read off the raw text.",
          "B": "copying a larger model is distillation, another technique; here the text itself gives the answers.",
-         "D": "the tokenizer only turns text into ids; it knows nothing about which token follows which."}),
+         "D": "an NSP pair takes either the real next sentence or a random one: the order of the document gives "
+              "the label, no person does."}),
     "q4": Question(
         "In next sentence prediction as BERT and transformers define it, what does label 0 mean?",
         {"A": "B is a random segment from elsewhere in the corpus (NotNext): 0 as in 'no, B does not follow A'",
          "B": "B is the segment that really follows A in the same document (IsNext): the true next sentence",
          "C": "A and B come from two different documents, whatever their places in those documents",
-         "D": "the pair is padding and the loss skips it, the way masked LM skips a label of -100"}, "B",
+         "D": "A and B were swapped, the case that sentence order prediction looks for (notebook 05)"}, "B",
         "0 = IsNext and 1 = NotNext, in Google's code and in transformers; think of the label as 'is B random?'.",
         {"A": "that is label 1, NotNext; read the label as the answer to 'is B random?'.",
          "C": "a B from another document is a random B: label 1, NotNext.",
-         "D": "0 is a real class, IsNext; a pair to skip would get -100, never 0."}),
+         "D": "spotting a swapped pair is sentence order prediction's task; in NSP, label 0 means B really "
+              "follows A."}),
     "q5": Question(
         "A corpus is a list of documents, each a list of sentence strings. What does this program print?",
         {"A": "2 3 10", "B": "3 2 10", "C": "2 3 12", "D": "2 3 13"}, "A",
@@ -163,4 +166,17 @@ documents = [["Water tends toward a sphere.", "Air  tends upward."],
 sentences = [s for doc in documents for s in doc]
 print(len(documents), len(sentences), sum(len(s.split()) for s in sentences))
 '''),
+    "q6": Question(
+        "Two models are scored on the same held-out tokens, and the 95% bootstrap interval of their per-token "
+        "differences includes 0. What does that tell you?",
+        {"A": "the two models are equally good: a real difference between them would have excluded 0",
+         "B": "the difference is too small to matter in practice, however large the test set grows",
+         "C": "this test set cannot tell them apart; a larger one might, in either direction",
+         "D": "nothing yet: only whether the two models' own intervals overlap decides the comparison"}, "C",
+        "an interval that includes 0 says the test is too small or too noisy to see a difference, not that "
+        "there is none.",
+        {"A": "a small real difference can hide in a wide interval; more items narrow it and may reveal one.",
+         "B": "a larger test set narrows the interval, and a difference it then sees may be large or small.",
+         "D": "two intervals can overlap while the paired difference excludes 0: scoring both models on the same "
+              "items removes the noise they share."}),
 }}

@@ -1,0 +1,70 @@
+"""The minibert cache (MINIBERT_CACHE, else ~/.cache/minibert): results computed once and read by every
+later run, for one user or for a class sharing one folder.
+
+An entry is written whole (a temporary file of its own, then one rename), with the permissions the
+writer's umask gives any file, under a lock per entry: two processes asking for the same entry at once
+compute it once, the second waiting for the first and reading its result. An entry that cannot be read
+is computed again, with a one-line note; in a folder the user may not write, results are computed and
+not kept.
+"""
+
+import hashlib
+import json
+import os
+import tempfile
+
+from .corpus import cache_dir
+from .hub import locked, share_like_any_file
+
+
+def entry_lock(path):
+    """The lock file of a cache entry: whoever computes the entry holds it, so that others wait."""
+    parent, name = os.path.split(path)
+    return os.path.join(parent, f".{name}.lock")
+
+
+def writable(folder):
+    """Whether results can be saved in a cache folder; if not, say that they will be computed only."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return True
+    print(f"note: the cache {folder} is read-only for you: this result is computed but not kept "
+          "(set MINIBERT_CACHE to a folder of your own to keep it)")
+    return False
+
+
+def cached(name, key, compute, folder="runs"):
+    """compute() once, then its result from the cache: name is a file name inside `folder` of the
+    cache, key anything JSON-able that decides the result (settings, data, code, starting weights). A
+    different key computes it again. The result may hold tensors, numbers, strings, and lists, tuples
+    and dicts of them: what loads back safely."""
+    import torch
+    path = os.path.join(cache_dir(), folder, name + ".pt")
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with locked(entry_lock(path)):
+        if os.path.exists(path):
+            try:
+                saved = torch.load(path)
+            except Exception as e:  # a file cut short, or written by another version
+                print(f"note: the cache entry {path} could not be read ({type(e).__name__}); computing it again")
+            else:
+                if isinstance(saved, dict) and saved.get("key") == digest:
+                    return saved["value"]
+        value = compute()
+        if not writable(os.path.dirname(path)):
+            return value
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=os.path.dirname(path))
+        os.close(fd)
+        try:
+            try:
+                torch.save({"key": digest, "value": value}, tmp)
+                torch.load(tmp)  # what the next run will do: only plain data loads safely
+            except Exception as e:
+                raise ValueError(f"cached({name!r}) can keep tensors, numbers, strings, and lists, tuples and "
+                                 f"dicts of them; the value computed holds something else ({e})") from None
+            share_like_any_file(tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    return value

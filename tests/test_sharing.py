@@ -1,0 +1,197 @@
+"""A class shares one cache and one checkpoint folder: what minibert saves is readable as the user's umask says."""
+
+import dataclasses
+import os
+import shutil
+import stat
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import minibert
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_saved_files_get_the_permissions_of_the_users_umask(tmp_path, umask, mode):
+    model = minibert.BertForMaskedLM(minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                                                         num_attention_heads=2, intermediate_size=16))
+    old = os.umask(umask)
+    try:
+        model.save_pretrained(tmp_path / "shared")
+        model.save_pretrained(tmp_path / "shared")  # saving over a folder keeps the rule
+    finally:
+        os.umask(old)
+    folder = tmp_path / "shared"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~umask
+    files = list(folder.iterdir())
+    assert any(f.name == "model.safetensors" for f in files)  # safetensors alone would write it 0600
+    for f in files:
+        assert stat.S_IMODE(f.stat().st_mode) == mode, f.name
+
+
+# ---- several processes on one cache: each bounded in time, started at the same moment ----
+
+def run_together(script, n, env, timeout=120):
+    """Start n copies of a Python script at once; return their outputs (each must succeed)."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", **env}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(i)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for i in range(n)]
+    outs = []
+    for p in procs:
+        out, err = p.communicate(timeout=timeout)
+        assert p.returncode == 0, err[-2000:]
+        outs.append(out)
+    return outs
+
+
+def test_processes_asking_for_one_cache_entry_at_once_compute_it_once(tmp_path):
+    marks = tmp_path / "computed.txt"
+    script = ("import sys, time, torch\nfrom minibert.course import cached\n"
+              f"MARKS = {str(marks)!r}\n"
+              "def compute():\n"
+              "    with open(MARKS, 'a') as f:\n"
+              "        f.write('computed\\n')\n"
+              "    time.sleep(1.5)\n"
+              "    return {'value': torch.arange(3), 'who': sys.argv[1]}\n"
+              "print(cached('race', {'k': 1}, compute)['who'])\n")
+    outs = run_together(script, 3, {"MINIBERT_CACHE": str(tmp_path / "cache")})
+    assert marks.read_text() == "computed\n"  # the others waited and read the first one's result
+    assert len({o.strip() for o in outs}) == 1
+    leftovers = [f.name for f in (tmp_path / "cache" / "runs").iterdir() if f.name.endswith(".tmp")]
+    assert not leftovers
+
+
+def test_a_damaged_cache_entry_is_computed_again_with_a_note(tmp_path, monkeypatch, capsys):
+    from minibert.course import cached, run_dir
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    os.makedirs(os.path.dirname(run_dir("entry")), exist_ok=True)
+    with open(run_dir("entry") + ".pt", "wb") as f:
+        f.write(b"PK\x03\x04 cut short")
+    assert cached("entry", 1, lambda: [1, 2]) == [1, 2]
+    assert "could not be read" in capsys.readouterr().out
+    assert cached("entry", 1, lambda: pytest.fail("computed again")) == [1, 2]
+
+
+@dataclasses.dataclass
+class Score:
+    value: float
+
+
+def test_a_value_the_cache_could_not_read_back_is_refused_when_written(tmp_path, monkeypatch):
+    from minibert.course import cached, run_dir
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    with pytest.raises(ValueError, match="can keep tensors, numbers, strings"):
+        cached("odd", 1, lambda: Score(1.0))
+    assert not os.path.exists(run_dir("odd") + ".pt")  # nothing half-usable left behind
+
+
+def test_a_reader_never_sees_a_folder_that_another_process_is_saving(tmp_path):
+    folder = tmp_path / "model"
+    config = dict(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+    minibert.BertForMaskedLM(minibert.BertConfig(**config)).save_pretrained(folder)
+    writer = subprocess.Popen([sys.executable, "-c", (
+        "import sys, minibert\n"
+        f"model = minibert.BertForMaskedLM(minibert.BertConfig(**{config!r}))\n"
+        f"for _ in range(40): model.save_pretrained({str(folder)!r})\n")],
+        env={**os.environ, "OMP_NUM_THREADS": "1"}, stderr=subprocess.PIPE, text=True)
+    loads = 0
+    try:
+        while writer.poll() is None:
+            minibert.BertForMaskedLM.from_pretrained(folder)  # raises if it meets half a save
+            loads += 1
+    finally:
+        _, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err[-2000:]
+    assert loads > 10
+
+
+# ---- a teacher fills the cache, a student (a second Unix user) reads it ----
+
+SITE_PACKAGES = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
+                             "site-packages")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def as_another_user(script, **env):
+    """Run a Python script as the user `nobody` (needs root and runuser, as in CI), with this checkout's
+    packages; skip where that is not possible."""
+    python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+    if os.geteuid() != 0 or not shutil.which("runuser") or not os.path.exists(python):
+        pytest.skip("needs root, runuser and the system's Python to act as a second user")
+    command = ["runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={SITE_PACKAGES}:{ROOT}", "HOME=/tmp",
+               "OMP_NUM_THREADS=1", "HF_HUB_OFFLINE=1", *[f"{k}={v}" for k, v in env.items()], python, "-c"]
+    probe = subprocess.run(command + ["import minibert"], capture_output=True, text=True, timeout=120)
+    if probe.returncode != 0:
+        pytest.skip(f"a second user cannot import this checkout here: {probe.stderr[-300:]}")
+    return subprocess.run(command + [script], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder that other users may enter (pytest's own are private), as a class's shared one is."""
+    import pathlib
+    import tempfile
+    path = tempfile.mkdtemp(prefix="minibert-shared-")
+    os.chmod(path, 0o755)
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_a_student_reads_what_the_teacher_put_in_the_shared_cache(shared_tmp):
+    from minibert.course import cached, run_dir
+    cache = shared_tmp / "cache"
+    old = os.umask(0o022)
+    try:
+        os.environ["MINIBERT_CACHE"] = str(cache)
+        cached("entry", {"k": 1}, lambda: {"value": torch.arange(4)})
+        minibert.BertForMaskedLM(minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                                                     num_attention_heads=2, intermediate_size=16)
+                                 ).save_pretrained(run_dir("model"))
+    finally:
+        os.umask(old)
+        del os.environ["MINIBERT_CACHE"]
+    student = as_another_user(
+        "import minibert\nfrom minibert.course import cached, run_dir\n"
+        "print(cached('entry', {'k': 1}, lambda: 1 / 0)['value'].tolist())\n"
+        "print(type(minibert.BertForMaskedLM.from_pretrained(run_dir('model'))).__name__)\n"
+        "print(cached('mine', {'k': 2}, lambda: 7))\n",  # a setting of the student's own: computed, not kept
+        MINIBERT_CACHE=str(cache))
+    assert student.returncode == 0, student.stderr[-2000:]
+    lines = student.stdout.splitlines()
+    assert lines[:2] == ["[0, 1, 2, 3]", "BertForMaskedLM"]
+    assert "is read-only for you" in lines[2] and lines[3] == "7"
+
+
+def test_a_checkpoint_another_user_may_not_read_is_reported_as_such_with_the_fix(shared_tmp):
+    folder = shared_tmp / "private"
+    old = os.umask(0o077)  # a teacher who keeps files private
+    try:
+        minibert.BertForMaskedLM(minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1,
+                                                     num_attention_heads=2, intermediate_size=16)).save_pretrained(folder)
+    finally:
+        os.umask(old)
+    student = as_another_user(f"import minibert\nminibert.BertForMaskedLM.from_pretrained({str(folder)!r})\n")
+    assert student.returncode != 0
+    assert "cannot be read by you" in student.stderr and "chmod -R a+rX" in student.stderr, student.stderr[-2000:]
+
+
+def test_a_cache_path_with_a_tilde_means_the_home_folder(tmp_path, monkeypatch):
+    from minibert.corpus import cache_dir
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("MINIBERT_CACHE", "~/class-cache")
+    monkeypatch.chdir(tmp_path)
+    assert cache_dir() == str(tmp_path / "home" / "class-cache")
+    assert not (tmp_path / "~").exists()  # not a folder named "~" in the working directory
+
+
+def test_a_run_into_a_folder_the_user_cannot_write_is_refused_before_training(shared_tmp):
+    student = as_another_user(
+        "import minibert\n"
+        f"try:\n    minibert.pretrain('mlm', steps=100, out={str(shared_tmp / 'run')!r})\n"
+        "except PermissionError as e:\n    print(e)\n")
+    assert student.returncode == 0, student.stderr[-2000:]
+    # the check that runs before the first step says this; a save failing after training would not
+    assert "is not writable for you" in student.stdout and "choose a folder of your own" in student.stdout
+    assert not os.listdir(shared_tmp)
