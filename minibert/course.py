@@ -66,9 +66,11 @@ def course_run(objective, corpus, tokenizer, **overrides):
     out = run_dir(f"{objective}-{tag}")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with locked(entry_lock(out)):
-        if not os.path.isdir(out) and not writable(os.path.dirname(out)):
+        try:
+            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
+        except PermissionError:  # a read-only cache without this run: refused before training
+            writable(os.path.dirname(out))  # says so
             return pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
-        return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
 
 
 # ---- student versions ----
@@ -176,6 +178,7 @@ def prose_numbers(nb):
 
 
 def output_text(cell):
+    """What a notebook cell showed as text (printed, displayed, or an error), one output a line."""
     parts = []
     for out in cell.get("outputs", []):
         if "text" in out:
@@ -184,6 +187,8 @@ def output_text(cell):
             value = out.get("data", {}).get(kind)
             if value:
                 parts.append(value if isinstance(value, str) else "".join(value))
+        if out.get("output_type") == "error":
+            parts.append(f"ERROR {out['ename']}: {out['evalue']}")
     return "\n".join(parts)
 
 

@@ -442,6 +442,8 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
         kwargs["corpus"] = os.path.abspath(kwargs["corpus"])  # so that eval and export work from any folder
     if out is not None:
         out = check_out(out, resume)  # before training: a run never ends unable to save
+        if not reuse:  # reuse may only read: a class's shared cache, say
+            check_writable(out)
     if resume:
         saved = read_state(out)["args"]
         given = {**kwargs, **({"objective": objective} if objective else {}), **({"preset": preset} if preset else {})}
@@ -478,6 +480,8 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
         saved = read_state(out)
         if saved["finished"] and saved["run_key"] == key:
             return load_result(out, saved)
+    if reuse and out:
+        check_writable(out)  # it trains after all
     trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose,
                       fresh_examples=redraw)
     trainer.run_key = key
@@ -492,8 +496,8 @@ RESUMABLE = ("steps", "minutes", "eval_every", "bf16")  # what a resumed run may
 
 def check_out(out, resume):
     """The absolute folder a run saves into, checked before the first step: new or empty, or a training
-    run of ours (to resume, or to replace); never a folder of other files, a file, or "". A symlink is
-    followed, so that the link stays a link."""
+    run of ours (to resume, to reuse, or to replace); never a folder of other files, a file, or "". A
+    symlink is followed, so that the link stays a link."""
     if os.fspath(out) == "":
         raise ValueError('out="" names no folder: give the folder to save the run in (or out=None to keep nothing)')
     path = os.path.realpath(out)
@@ -508,13 +512,17 @@ def check_out(out, resume):
             if "training_args.json" in found else "a folder of other files"
         raise ValueError(f"out={os.fspath(out)!r} is {what}: {', '.join(found[:5])}{' ...' if len(found) > 5 else ''}. "
                          "A run saves into a new or empty folder, or into a run of its own: choose another folder")
+    return path
+
+
+def check_writable(path):
+    """Before the first step: the folder that will hold the run's saves can be written."""
     parent = os.path.dirname(path)  # where the save's temporary folder and its swap happen
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise PermissionError(f"cannot save the run in {os.fspath(out)!r}: {parent!r} is not writable for you; "
+        raise PermissionError(f"cannot save the run in {path!r}: {parent!r} is not writable for you; "
                               "choose a folder of your own")
-    return path
 
 
 def init_prior(model, objective, examples, tokenizer):

@@ -13,6 +13,7 @@ import torch  # noqa: E402
 import transformers
 
 import minibert  # noqa: E402
+from minibert.course import output_text as outputs_text  # noqa: E402,F401 (what a notebook cell showed)
 
 # Several shapes and activations, so parity does not hold by accident for one config.
 CONFIGS = {
@@ -112,16 +113,6 @@ def word_tokenizer():
 
 
 CHECK = re.compile(r"^(?:check_\w+\(|quiz\()", re.M)
-
-
-def outputs_text(cell):
-    """What a notebook cell printed, errors included."""
-    parts = []
-    for out in cell.get("outputs", []):
-        parts.append(out.get("text", "") if out["output_type"] == "stream" else out.get("data", {}).get("text/plain", ""))
-        if out["output_type"] == "error":
-            parts.append(f"ERROR {out['ename']}: {out['evalue']}")
-    return "".join(parts)
 
 
 def check_cells(nb):

@@ -128,3 +128,16 @@ def test_a_corpus_file_that_is_not_utf8_is_named(tmp_path):
               "--out", tmp_path / "run", check=False)
     assert out.returncode == 2
     assert "notes.txt" in out.stderr and "is not UTF-8" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_ctrl_c_during_training_says_how_to_continue(monkeypatch, capsys, tmp_path):
+    from minibert import __main__ as cli_main
+    from minibert import train
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(train, "pretrain", interrupted)
+    code = cli_main.main(["pretrain", "--steps", "10", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 130
+    assert "keeps the last checkpoint saved" in err and "--resume" in err and "Traceback" not in err

@@ -164,6 +164,27 @@ def test_a_student_reads_what_the_teacher_put_in_the_shared_cache(shared_tmp):
     assert "is read-only for you" in lines[2] and lines[3] == "7"
 
 
+def test_a_student_loads_the_teachers_course_run_and_trains_a_changed_one_without_keeping_it(shared_tmp):
+    run = ("import minibert\n"
+           "docs = minibert.load_corpus()[:40]\n"
+           "tok = minibert.train_tokenizer(docs, vocab_size=1000)\n"
+           "def go(steps):\n"
+           "    r = minibert.course_run('mlm', docs, tok, steps=steps, batch_size=8, eval_examples=16, max_length=32)\n"
+           "    print('history', steps, [round(h['loss'], 6) for h in r.history])\n")
+    cache = shared_tmp / "cache"
+    teacher = subprocess.run([sys.executable, "-c", run + "go(3)\n"], capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "MINIBERT_CACHE": str(cache), "OMP_NUM_THREADS": "1"})
+    assert teacher.returncode == 0, teacher.stderr[-2000:]
+    student = as_another_user(run + "go(3)\ngo(4)\n", MINIBERT_CACHE=str(cache))
+    assert student.returncode == 0, student.stderr[-2000:]
+    lines = student.stdout.splitlines()
+    taught = [line for line in teacher.stdout.splitlines() if line.startswith("history")]
+    assert lines[0] == taught[0]  # the teacher's run, loaded (nothing printed while training): the same losses
+    assert any("is read-only for you" in line for line in lines[1:])  # the changed run: trained, not kept
+    assert lines[-1].startswith("history 4 ")
+    assert len([d for d in os.listdir(cache / "runs") if not d.startswith(".")]) == 1
+
+
 def test_a_checkpoint_another_user_may_not_read_is_reported_as_such_with_the_fix(shared_tmp):
     folder = shared_tmp / "private"
     old = os.umask(0o077)  # a teacher who keeps files private
