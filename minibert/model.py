@@ -88,7 +88,7 @@ def model_output(out, return_dict):
 
 class Dropout(nn.Dropout):
     """nn.Dropout with a cheaper mask on the CPU. There torch draws one random number per element for
-    its Bernoulli mask, 12% of the benchmark's training step; here one 64-bit draw makes four 16-bit
+    its Bernoulli mask, a visible share of a training step; here one 64-bit draw makes four 16-bit
     ones, and an element is dropped when its draw is among the lowest p of them (p to within 1/65536)."""
 
     def forward(self, x):
@@ -286,8 +286,7 @@ def fused_attention(q, k, v, bias, is_causal, dropout_p):
 def needs_spelled_out_attention(dropout, q):
     """Training on a CPU, the spelled-out path is the faster one in two cases: with attention dropout
     (the fused kernel draws its dropout mask slowly there), and in bf16 with up to 256 positions, where
-    the fused kernel's backward pass is slow: an attention layer of the tiny preset (64 x 64 tokens),
-    forward and backward, took 16.7 ms fused against 7.7 ms spelled out (benchmarks/attention.py)."""
+    the fused kernel's backward pass is the slower one (benchmarks/attention.py times both)."""
     if not (dropout.training and q.device.type == "cpu"):
         return False
     return dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= 256)

@@ -199,6 +199,20 @@ METRICS = [  # key in scores, its name on the card, its baseline's key, the base
 ]
 
 
+def corpus_description(args):
+    """What the card says of a run's corpus: its name and sources, and its size, counted now."""
+    from .corpus import load_corpus
+    stats = load_corpus(args.corpus).stats()
+    size = f"{stats['documents']:,} documents, {stats['words'] / 1e6:.2f} million words"
+    if args.corpus in (None, "default"):
+        return f"the built-in one (gensim's Wikipedia sample and the Lee news corpus: {size})", size
+    if args.corpus == "large":
+        return (f"the large one (`--corpus large`, data card in docs/corpus.md: Gutenberg stories, the Bible in "
+                f"Basic English, WordNet's usage examples, State of the Union addresses and the built-in text: "
+                f"{size})"), size
+    return f"{args.corpus} ({size})", size
+
+
 def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
     import yaml
     task = TASKS[args.objective]
@@ -207,7 +221,8 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
             "tags": ["bert", "minibert", "course", args.objective],
             "model-index": [{"name": name, "results": [{
                 "task": {"type": task},
-                "dataset": {"name": "minibert built-in corpus, held-out documents", "type": "minibert-builtin",
+                "dataset": {"name": f"minibert {args.corpus or 'built-in'} corpus, held-out documents",
+                            "type": f"minibert-{args.corpus or 'builtin'}",
                             "split": f"held-out {args.heldout:.0%} of documents, seed {args.seed}"},
                 "metrics": metrics}]}]}
     rows = "\n".join(f"| {label} | {scores[key]:g} | " + (f"{scores[base]:g} ({what})" if base else "") + " |"
@@ -216,6 +231,7 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
     use = {"fill-mask": f'pipeline("fill-mask", model="checkpoints/{name}")("The [MASK] was hot.")',
            "text-generation": (f'AutoModelForCausalLM.from_pretrained("checkpoints/{name}")  '
                                "# generate with do_sample or greedy")}.get(task, "")
+    corpus, corpus_size = corpus_description(args)
     lines = [
         "---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
         f"# {name}", "",
@@ -225,8 +241,7 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
         "transformers, the same class names in minibert.", "",
         "## Training", "",
         "```bash", command_of(name, args, info), "```", "",
-        f"- corpus: the built-in one (gensim's Wikipedia sample and the Lee news corpus), {1 - args.heldout:.0%} "
-        f"of its documents; the other {args.heldout:.0%} (seed {args.seed}) are held out for the scores below",
+        f"- corpus: {corpus}, {1 - args.heldout:.0%} of its documents; the other {args.heldout:.0%} (seed {args.seed}) are held out for the scores below",
         f"- {info['steps']:,} steps of {args.batch_size} sequences x {args.max_length} tokens, AdamW at peak "
         f"learning rate {args.lr:g}, {args.schedule} schedule, {args.warmup:.0%} warm-up, "
         f"{'bf16 autocast' if info.get('bf16') else 'fp32'}",
@@ -250,8 +265,8 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
     lines += [
         "## Intended use and limitations", "",
         "For teaching: to look inside a BERT that has learned something (fill-mask, attention, probes, "
-        "generation) on a laptop CPU, in the notebooks of the course. Its training data is small (397 "
-        "encyclopedia and news documents, under half a million words) and its training minutes long: it knows "
+        "generation) on a laptop CPU, in the notebooks of the course. Its training data is small "
+        f"({corpus_size}) and its training minutes long: it knows "
         "frequent words and local grammar, little about the world, and nothing about text unlike its corpus; "
         "expect wrong and repetitive outputs. Lowercased WordPiece vocabulary of "
         f"{args.vocab_size} tokens trained on the same documents. Not for any real application.", "",
@@ -308,19 +323,20 @@ def table():
 SIDE_BY_SIDE = "trained side by side with the other shipped checkpoints on the same cores"
 
 
+SAVE_EVERY = 1000  # steps between the checkpoints of a run: an interrupted run resumes from the last one
+
+
 def main(names, note=None):
     """Train (or finish, after an interruption) and export each named checkpoint; `make pretrained`
     runs the four side by side, one thread each, as the shipped ones were made."""
-    from .__main__ import main as cli
-    from .train import STATE_FILE
+    from .train import STATE_FILE, pretrain
     for name in names or RECIPES:
         run = os.path.join("runs", name)
-        argv = command(name, run).split()[3:]  # after "python -m minibert"
-        if os.path.isfile(os.path.join(run, STATE_FILE)):
-            argv.append("--resume")  # the run saves every 1000 steps; --resume continues it exactly
-        print("$", command(name, run), "--resume" if "--resume" in argv else "", flush=True)
-        if cli(argv):
-            raise SystemExit(f"training {name} failed")
+        resume = os.path.isfile(os.path.join(run, STATE_FILE))  # then continue it exactly where it stopped
+        print("$", command(name, run), "--resume" if resume else "", flush=True)
+        recipe = dict(RECIPES[name])
+        pretrain(recipe.pop("objective"), recipe.pop("preset"), out=run, resume=resume, save_every=SAVE_EVERY,
+                 **recipe)
         scores = export(run, path(name), note)
         print(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()), flush=True)
 

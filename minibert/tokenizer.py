@@ -14,7 +14,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from .config import check_value, is_whole
-from .corpus import cache_dir
+from .cache import atomic_file, cache_dir
 from .data import check_documents
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4
@@ -50,8 +50,8 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
         if path:  # written whole or not at all: to a temporary file first
             try:
                 os.makedirs(os.path.dirname(path), exist_ok=True)
-                tok.save(f"{path}.{os.getpid()}.tmp")
-                os.replace(f"{path}.{os.getpid()}.tmp", path)
+                with atomic_file(path) as tmp:
+                    tok.save(tmp)
             except OSError as error:  # a read-only cache: the tokenizer is trained all the same
                 print(f"note: the tokenizer is not cached ({error})")
     tokenizer = BertTokenizerFast(

@@ -42,13 +42,9 @@ class TrainArgs:
     preset: str = "tiny"  # model size when no config or model is given
     steps: int | None = None  # stop after this many optimizer steps ...
     minutes: float | None = None  # ... or after this much time, whichever comes first
-    # Measured on 2-core CPUs (README, "A recipe that learns faster"): in five minutes of the mini
-    # preset, 64 sequences per step at lr 1e-3 reach 25.2% masked-token accuracy on an AMD EPYC
-    # (25.7% on an Intel Xeon with AMX); an earlier measurement on the same EPYC gave 18.7% for them
-    # against 15.3% for 16 at 5e-4.
-    # Short sequences (sentence pairs of 128 tokens learned far slower than of 64) and a learning
-    # rate held at its peak (wsd: 24.6% after 3,000 tiny steps, against 19.2% with linear decay)
-    # also help minutes-long runs.
+    # The defaults suit minutes-long runs on a CPU: 64 short sequences a step at lr 1e-3, held at its
+    # peak until the last fifth of the run (wsd). Each choice learned faster than the alternatives in
+    # the comparisons of docs/experiments.md ("A recipe that learns faster").
     batch_size: int = 64  # sequences per step (per process under torchrun)
     max_length: int = 64  # tokens per sequence; for a sentence pair, both segments and [CLS] [SEP] [SEP]
     lr: float | None = None  # peak learning rate; None: 1e-3, x 256 / hidden_size above width 256 (small 5e-4)
@@ -128,8 +124,8 @@ WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
 
 
 def default_lr(config):
-    """1e-3 for the tiny and mini presets (measured best for mini among 5e-4, 1e-3 and 2e-3); wider
-    models need smaller steps."""
+    """1e-3 for the tiny and mini presets (the best of 5e-4, 1e-3 and 2e-3 for mini in
+    docs/experiments.md); wider models need smaller steps."""
     return 1e-3 * min(1.0, 256 / config.hidden_size)
 
 
@@ -150,7 +146,7 @@ def model_class(objective):
 def bf16_is_native(device):
     """Does this device multiply in bfloat16 natively? GPUs from Ampere on and CPUs with AVX-512 BF16 or
     AMX do, and bf16 roughly halves their step. Other CPUs (AVX2 only: most laptops) convert every
-    product in software: there a bf16 step was measured 9x slower than fp32."""
+    product in software, and there a bf16 step is several times slower than a float32 one."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":

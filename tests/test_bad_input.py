@@ -1,8 +1,8 @@
-"""Bad input to the data pipeline, the tokenizer, the config and checkpoint files (issue 13).
+"""Bad input to the data pipeline, the tokenizer, the config and checkpoint files.
 
-What used to be silently wrong (a flat list of strings trained on characters, vocab_size ignored,
-a NaN-making config, SOP returning [] without a word) is now refused, and the errors that used to
-come from deep inside torch, safetensors or json name the argument or file and say what to do.
+What would otherwise be silently wrong (a flat list of strings trained on characters, vocab_size
+ignored, a NaN-making config, SOP returning [] without a word) is refused, and an error that would come
+from deep inside torch, safetensors or json names the argument or file and says what to do.
 """
 
 import json

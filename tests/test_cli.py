@@ -141,3 +141,11 @@ def test_ctrl_c_during_training_says_how_to_continue(monkeypatch, capsys, tmp_pa
     err = capsys.readouterr().err
     assert code == 130
     assert "keeps the last checkpoint saved" in err and "--resume" in err and "Traceback" not in err
+
+
+def test_corpus_says_what_a_corpus_holds_and_what_the_large_one_needs(tmp_path, monkeypatch):
+    assert "Corpus('lee': 300 documents" in cli("corpus", "lee").stdout
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))  # a machine where `make corpus` was never run
+    monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "npm"))
+    out = cli("corpus", "large", check=False)
+    assert out.returncode == 2 and "run `make corpus`" in out.stderr and "Traceback" not in out.stderr

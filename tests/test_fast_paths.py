@@ -1,6 +1,7 @@
 """The shortcuts that make minibert train faster than transformers change nothing a user can see:
 with masked_only the MLM decoder and the last layer run only where a head reads ([CLS] and the
-masked tokens), and on the CPU dropout draws its mask more cheaply."""
+masked tokens), on the CPU dropout draws its mask more cheaply, and the loss of bfloat16 logits is
+computed a few rows at a time."""
 
 import pytest
 import torch
@@ -142,3 +143,50 @@ def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused
     assert (a - b).norm() < 0.02 * b.norm()  # bf16 rounds differently in the two paths: 1-2%, not more
     model.eval()
     assert not choose(model.bert.encoder.layer[0].attention.self.dropout, torch.zeros(1, 1, 4, 8, dtype=torch.bfloat16))
+
+
+@pytest.mark.parametrize("rows", [1, 31, 100], ids=lambda n: f"{n}_rows")
+def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
+    from minibert.fast import cross_entropy_in_chunks
+    torch.manual_seed(0)
+    logits = (torch.randn(rows, 500) * 4).bfloat16()
+    labels = torch.randint(500, (rows,))
+    labels[1::3] = -100  # ignored rows: no loss, no gradient
+    plain, chunked = logits.clone().requires_grad_(), logits.clone().requires_grad_()
+    expected = torch.nn.functional.cross_entropy(plain.float(), labels, ignore_index=-100)
+    expected.backward()
+    loss = cross_entropy_in_chunks(chunked, labels, -100)
+    loss.backward()
+    torch.testing.assert_close(loss, expected, rtol=1e-6, atol=1e-6)
+    assert chunked.grad.dtype == torch.bfloat16
+    torch.testing.assert_close(chunked.grad, plain.grad, rtol=0, atol=1e-6)
+    assert (chunked.grad[1::3] == 0).all()
+
+
+def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(monkeypatch):
+    calls = []
+    chunked_loss = minibert.fast.cross_entropy_in_chunks
+    monkeypatch.setattr(minibert.fast, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
+    config = minibert.BertConfig.tiny(vocab_size=300, is_decoder=True)
+    ids = torch.randint(5, 300, (4, 24))
+    losses = {}
+    for chunked in (True, False):
+        torch.manual_seed(0)
+        model = minibert.BertForCausalLM(config)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        losses[chunked] = []
+        for _ in range(3):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                logits = model(input_ids=ids).logits
+                assert logits.dtype == torch.bfloat16
+                if chunked:  # what the model does with labels=ids
+                    loss = minibert.heads.token_loss(logits, ids, shift=True)
+                else:  # the plain line it stands for
+                    shifted = minibert.labels.shift_labels(ids, -100)
+                    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 300).float(), shifted.reshape(-1))
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            losses[chunked].append(loss.item())
+    assert len(calls) == 3  # once a step, when the model computes the loss itself
+    assert losses[True] == pytest.approx(losses[False], abs=1e-5)

@@ -96,3 +96,13 @@ def test_causal_checkpoint_generates_text_in_transformers():
     assert out_theirs[0].tolist() == out_ours[0].tolist()
     words = tok.decode(out_ours[0, ids.shape[1]:], skip_special_tokens=True).split()
     assert len(set(words)) >= 4  # not one token repeated
+
+
+def test_a_card_names_its_corpus_and_counts_it(tmp_path):
+    lee = tmp_path / "lee.txt"
+    lee.write_text("One sentence here.\nAnother one follows.\n\nA second document.\nIt ends here.\n")
+    for corpus, says in ((None, "the built-in one (gensim's Wikipedia sample"), (str(lee), str(lee))):
+        sentence, size = pretrained.corpus_description(minibert.TrainArgs(corpus=corpus, steps=1))
+        stats = minibert.load_corpus(corpus).stats()
+        assert sentence.startswith(says) and size == f"{stats['documents']:,} documents, {stats['words'] / 1e6:.2f} million words"
+        assert size in sentence
