@@ -67,6 +67,8 @@ class BertConfig:
     use_cache: bool = True  # decoders return past_key_values by default
     bos_token_id: int | None = None
     eos_token_id: int | None = None
+    id2label: dict | None = None  # class id -> name, e.g. {0: "negative", 1: "positive"}; None: LABEL_0, LABEL_1, ...
+    label2id: dict | None = None  # name -> class id; None: the reverse of id2label
 
     def __post_init__(self):
         for name, (ok, must_be) in FIELD_RULES.items():
@@ -80,6 +82,8 @@ class BertConfig:
         from .model import ACT2FN  # the activations the model implements (model.py imports this file)
         if self.hidden_act not in ACT2FN:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {tuple(ACT2FN)}")
+        self.id2label, self.label2id = label_maps(self.id2label, self.label2id, self.num_labels)
+        self.num_labels = len(self.id2label)
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
 
@@ -129,6 +133,9 @@ class BertConfig:
                             f"{', '.join(sorted(known))}")
         if "id2label" in d and "num_labels" not in d:  # transformers stores the classes as a label map
             d = {**d, "num_labels": len(d["id2label"])}
+        if "id2label" not in overrides and overrides.get("num_labels", len(d.get("id2label") or ())) != len(
+                d.get("id2label") or ()):  # another number of classes: new names, as in transformers
+            d = {k: v for k, v in d.items() if k not in ("id2label", "label2id")}
         return cls(**{k: v for k, v in {**d, **overrides}.items() if k in known})
 
     @classmethod
@@ -139,10 +146,36 @@ class BertConfig:
     def to_dict(self):
         return {"model_type": "bert", **dataclasses.asdict(self)}
 
+    def to_json_string(self, use_diff=True):
+        """The config as config.json holds it; with use_diff (transformers' default), only the fields that
+        differ from BertConfig()'s defaults, and model_type."""
+        d = self.to_dict()
+        if use_diff:
+            default = BertConfig().to_dict()
+            d = {k: v for k, v in d.items() if k == "model_type" or v != default[k]}
+        return json.dumps(d, indent=2, sort_keys=True) + "\n"
+
     def save(self, folder, architecture):
         d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(d, f, indent=2, sort_keys=True)
+
+
+def label_maps(id2label, label2id, num_labels):
+    """id2label and label2id as transformers builds them: names LABEL_0, LABEL_1, ... unless given, ids
+    as whole numbers 0..n-1 (config.json stores them as strings), and each map the other's reverse."""
+    if id2label is None:
+        id2label = {i: f"LABEL_{i}" for i in range(num_labels)}
+    elif not isinstance(id2label, dict):
+        raise ValueError(f"id2label must be a dict of class id -> name, got {type(id2label).__name__}")
+    else:
+        id2label = {int(k): v for k, v in id2label.items()}
+        if sorted(id2label) != list(range(len(id2label))):
+            raise ValueError(f"id2label must name the classes 0..{len(id2label) - 1}, got ids {sorted(id2label)}")
+        if num_labels not in (2, len(id2label)):  # 2 is the default: then id2label decides
+            raise ValueError(f"num_labels={num_labels} but id2label names {len(id2label)} classes: give one of them")
+    label2id = {v: k for k, v in id2label.items()} if label2id is None else {k: int(v) for k, v in label2id.items()}
+    return id2label, label2id
 
 
 PRESETS = ("tiny", "mini", "small", "base")

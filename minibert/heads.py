@@ -146,7 +146,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.bert = BertModel(config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(config, nsp=False)
         self.init_weights()
-        tie_decoder(self)
+        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, masked_only=False, output_attentions=False,
@@ -235,7 +235,7 @@ class BertForPreTraining(BertPreTrainedModel):
         self.bert = BertModel(config)
         self.cls = BertPreTrainingHeads(config)
         self.init_weights()
-        tie_decoder(self)
+        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, next_sentence_label=None, masked_only=False,
@@ -310,7 +310,7 @@ class BertForCausalLM(BertPreTrainedModel):
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
         self.init_weights()
-        tie_decoder(self)
+        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None, labels=None,
@@ -464,12 +464,6 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
         outside = probs.cumsum(-1) - probs >= top_p  # tokens after the nucleus already reached top_p
         logits = logits.scatter(-1, order, sorted_logits.masked_fill(outside, float("-inf")))
     return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
-
-
-def tie_decoder(model):
-    """The MLM decoder reuses the word embedding matrix (config.tie_word_embeddings, as in BERT)."""
-    if model.config.tie_word_embeddings:
-        model.cls.predictions.decoder.weight = model.bert.embeddings.word_embeddings.weight
 
 
 __all__ = ["BertForMaskedLM", "BertForNextSentencePrediction", "BertForPreTraining",

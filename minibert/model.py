@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
+from .compat import EmbeddingMethods
 from .config import BertConfig
 
 ACT2FN = {
@@ -316,8 +317,9 @@ def attention_bias(attention_mask, q_len, k_len, causal, dtype):
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
-class BertPreTrainedModel(nn.Module):
-    """Shared by every model: weight init and transformers-format checkpoints."""
+class BertPreTrainedModel(EmbeddingMethods, nn.Module):
+    """Shared by every model: weight init and transformers-format checkpoints (and, from compat.py, the
+    embedding methods of transformers' models)."""
     hf_architecture = None  # the transformers class that reads our checkpoints
 
     def __init__(self, config):

@@ -2,6 +2,7 @@
 transformers' Trainer, generate with a left-padded batch, lists and numpy arrays as inputs, and a
 sentence (a ValueError naming the argument) for the inputs it cannot take."""
 
+import json
 import math
 import warnings
 
@@ -341,3 +342,91 @@ def test_text_prompts_are_left_padded_without_their_final_sep_and_generate_conti
     batch = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=5)
     assert torch.equal(batch[0], model.generate([[2, 5, 6, 7]], max_new_tokens=5)[0])
     assert torch.equal(batch[1, 2:], model.generate([[2, 5]], max_new_tokens=5)[0])
+
+
+# ---- transformers' embedding methods and label names, on the same weights ----
+def first_scores(out):
+    """The vocabulary scores of an output (the hidden states of a bare encoder, the class scores of a
+    classifier), by transformers' field names."""
+    for name in ("prediction_logits", "logits", "last_hidden_state"):
+        if getattr(out, name, None) is not None:
+            return getattr(out, name)
+    raise AssertionError(f"no scores in {type(out).__name__}")
+
+
+@pytest.mark.parametrize("ours_cls", [minibert.BertForMaskedLM, minibert.BertForPreTraining, minibert.BertForCausalLM,
+                                      minibert.BertForSequenceClassification, minibert.BertModel],
+                         ids=lambda c: c.__name__)
+def test_resize_token_embeddings_matches_transformers(tmp_path, ours_cls):
+    config = dict(CONFIGS["gelu"], is_decoder=ours_cls is minibert.BertForCausalLM)
+    theirs_cls = PAIRS[ours_cls] if ours_cls in PAIRS else transformers.BertModel
+    theirs = randomize(theirs_cls(transformers.BertConfig(**config)), seed=3).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = ours_cls.from_pretrained(tmp_path).eval()
+    V = config["vocab_size"]
+    assert ours.get_input_embeddings().weight.equal(theirs.get_input_embeddings().weight)
+    assert (ours.get_output_embeddings() is None) == (theirs.get_output_embeddings() is None)
+    ids = torch.tensor([[2, V + 2, 7, V, 3], [2, 5, V + 1, 9, 3]])  # three new tokens among the old ones
+    for new_size, mean_resizing in ((V + 3, True), (V - 4, True), (V + 3, False)):
+        model_ids = ids if new_size > V else ids.clamp(max=new_size - 1)
+        ours.resize_token_embeddings(new_size, mean_resizing=mean_resizing)
+        theirs.resize_token_embeddings(new_size, mean_resizing=mean_resizing)
+        assert ours.config.vocab_size == theirs.config.vocab_size == new_size
+        assert ours.get_input_embeddings().weight.shape == (new_size, config["hidden_size"])
+        if ours.get_output_embeddings() is not None:  # the decoder still is the embedding table
+            assert ours.get_output_embeddings().weight is ours.get_input_embeddings().weight
+        if not mean_resizing:  # new rows random: the same shapes, the old rows kept
+            n = min(V, new_size)
+            assert ours.get_input_embeddings().weight[:n].equal(theirs.get_input_embeddings().weight[:n])
+            continue
+        with torch.no_grad():
+            a, b = (first_scores(m(input_ids=model_ids)) for m in (ours, theirs))
+        assert a.shape == b.shape
+        torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)  # new rows: the mean of the old (+ 1e-9 noise there)
+        theirs = theirs_cls.from_pretrained(tmp_path).eval()  # both from the checkpoint again
+        ours = ours_cls.from_pretrained(tmp_path).eval()
+
+
+def test_a_resized_model_saves_and_loads_in_transformers(tmp_path):
+    tokenizer = word_tokenizer()
+    model = minibert.BertForMaskedLM(minibert.BertConfig(**dict(CONFIGS["gelu"], vocab_size=len(tokenizer))))
+    tokenizer.add_tokens(["minibert", "wordpiece"])
+    model.resize_token_embeddings(len(tokenizer))
+    model.save_pretrained(tmp_path)
+    theirs = transformers.BertForMaskedLM.from_pretrained(tmp_path)
+    ids = tokenizer("minibert is fun", return_tensors="pt")["input_ids"]
+    assert ids.max().item() == len(tokenizer) - 2  # a new token, read as one
+    with torch.no_grad():
+        torch.testing.assert_close(model.eval()(input_ids=ids).logits, theirs(input_ids=ids).logits, atol=1e-5, rtol=1e-5)
+
+
+def test_class_names_in_the_config_reach_transformers_text_classification_pipeline(tmp_path):
+    tokenizer = word_tokenizer()
+    config = minibert.BertConfig(**dict(CONFIGS["gelu"], vocab_size=len(tokenizer)),
+                                 id2label={0: "negative", 1: "neutral", 2: "positive"})
+    assert config.num_labels == 3 and config.label2id == {"negative": 0, "neutral": 1, "positive": 2}
+    minibert.BertForSequenceClassification(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    reloaded = minibert.BertForSequenceClassification.from_pretrained(tmp_path)
+    assert reloaded.config.id2label == config.id2label  # int keys again, though config.json stores strings
+    theirs = transformers.AutoConfig.from_pretrained(tmp_path)
+    assert theirs.id2label == config.id2label and theirs.label2id == config.label2id
+    classify = transformers.pipeline("text-classification", model=str(tmp_path), device="cpu")
+    assert classify("deep learning is fun")[0]["label"] in {"negative", "neutral", "positive"}
+    assert minibert.BertForSequenceClassification.from_pretrained(tmp_path, num_labels=3).config.id2label == config.id2label
+    with pytest.raises(ValueError, match="num_labels=4 but id2label names 3 classes"):
+        minibert.BertConfig(num_labels=4, id2label=config.id2label)
+    with pytest.raises(ValueError, match=r"id2label must name the classes 0\.\.1"):
+        minibert.BertConfig(id2label={0: "a", 2: "b"})
+
+
+@pytest.mark.parametrize("use_diff", [True, False])
+def test_config_to_json_string_reads_as_transformers_config(use_diff):
+    values = dict(CONFIGS["gelu_new"], id2label={0: "no", 1: "yes"})
+    ours = json.loads(minibert.BertConfig(**values).to_json_string(use_diff=use_diff))
+    theirs = json.loads(transformers.BertConfig(**values).to_json_string(use_diff=use_diff))
+    shared = {k for k in set(ours) & set(theirs) if theirs[k] is not None}  # transformers leaves label2id None here
+    assert {k: ours[k] for k in shared} == {k: theirs[k] for k in shared}
+    assert set(values) <= set(ours)  # every field that was set is there
+    if use_diff:  # and nothing that was left at its default, beyond model_type
+        assert set(ours) - set(values) <= {"model_type", "label2id", "num_labels"}

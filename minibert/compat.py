@@ -1,0 +1,79 @@
+"""What transformers' users reach for besides the forward pass, with transformers' meaning: the embedding
+tables (`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after
+`tokenizer.add_tokens`). Every minibert model has them through BertPreTrainedModel; tests/test_api.py
+compares each with transformers' on the same weights.
+"""
+
+import torch
+from torch import nn
+
+
+class EmbeddingMethods:
+    """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder (the
+    model itself, or its `bert`); the output table is the masked-LM decoder (`cls.predictions.decoder`),
+    tied to the input table as in BERT, or None for a model without one."""
+
+    def get_input_embeddings(self):
+        return (self.bert if hasattr(self, "bert") else self).embeddings.word_embeddings
+
+    def set_input_embeddings(self, value):
+        (self.bert if hasattr(self, "bert") else self).embeddings.word_embeddings = value
+        self.tie_weights()
+
+    def get_output_embeddings(self):
+        head = getattr(getattr(self, "cls", None), "predictions", None)
+        return None if head is None else head.decoder
+
+    def set_output_embeddings(self, value):
+        self.cls.predictions.decoder = value
+
+    def tie_weights(self):
+        """Make the output table the input table again (config.tie_word_embeddings, as in BERT)."""
+        output = self.get_output_embeddings()
+        if output is not None and self.config.tie_word_embeddings:
+            output.weight = self.get_input_embeddings().weight
+
+    def resize_token_embeddings(self, new_num_tokens=None, pad_to_multiple_of=None, mean_resizing=True):
+        """Give the vocabulary new_num_tokens rows (e.g. len(tokenizer) after tokenizer.add_tokens): rows are
+        kept or cut at the end, and new rows start at the mean of the old ones (mean_resizing, as in
+        transformers, so that new tokens do not disturb the model's predictions) or at random. The tied
+        decoder follows the input table; the masked-LM bias grows with zeros (as in transformers).
+        Returns the input embedding module."""
+        embeddings = self.get_input_embeddings()
+        if new_num_tokens is None and pad_to_multiple_of is None:
+            return embeddings
+        n = embeddings.num_embeddings if new_num_tokens is None else new_num_tokens
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"new_num_tokens must be a whole number above 0, got {new_num_tokens!r}")
+        if pad_to_multiple_of is not None:
+            if not isinstance(pad_to_multiple_of, int) or pad_to_multiple_of < 1:
+                raise ValueError(f"pad_to_multiple_of must be a whole number above 0, got {pad_to_multiple_of!r}")
+            n = -(-n // pad_to_multiple_of) * pad_to_multiple_of  # rounded up
+        embeddings.weight = nn.Parameter(grown(embeddings.weight, n, mean_resizing, self.config.initializer_range))
+        embeddings.num_embeddings = n
+        if embeddings.padding_idx is not None and embeddings.padding_idx >= n:
+            embeddings.padding_idx = None
+        output = self.get_output_embeddings()
+        if output is not None:
+            if not self.config.tie_word_embeddings:
+                output.weight = nn.Parameter(grown(output.weight, n, mean_resizing, self.config.initializer_range))
+            output.out_features = n
+            head = self.cls.predictions
+            head.bias = nn.Parameter(grown(head.bias[:, None], n, mean_resizing=False, std=0.0)[:, 0])
+        self.config.vocab_size = n
+        self.tie_weights()
+        return embeddings
+
+
+@torch.no_grad()
+def grown(table, n, mean_resizing, std):
+    """The first n rows of a (V, C) table; rows past V are the mean of the old rows (mean_resizing) or
+    drawn from N(0, std)."""
+    old = table.shape[0]
+    if n <= old:
+        return table[:n].detach().clone()
+    if mean_resizing:
+        new = table.float().mean(0, keepdim=True).expand(n - old, -1).to(table.dtype)
+    else:
+        new = torch.randn(n - old, table.shape[1], dtype=table.dtype, device=table.device) * std
+    return torch.cat([table.detach(), new])
