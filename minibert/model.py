@@ -35,9 +35,10 @@ ACT2FN = {
 class ModelOutput:
     """What every model returns; a field a model does not produce stays None.
 
-    Read a field by name (out.loss, out["loss"]) or, as with transformers' outputs, by position among
-    the fields that are set, in the order below: out[0], out[1:], loss, logits = out, out.to_tuple().
-    A forward called with return_dict=False returns that tuple itself.
+    It reads as transformers' outputs do, which are ordered dicts: a field by name (out.loss,
+    out["loss"]) or by position among the fields that are set, in the order below (out[0], out[1:],
+    loss, logits = out.to_tuple()); iterating gives the names of those fields, as a dict's keys do.
+    A forward called with return_dict=False returns the tuple itself.
     """
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
@@ -72,8 +73,8 @@ class ModelOutput:
             return getattr(self, key)
         return self.to_tuple()[key]
 
-    def __iter__(self):  # loss, logits = out
-        return iter(self.to_tuple())
+    def __iter__(self):  # the names, as iterating a dict (or transformers' output) gives its keys
+        return iter(self.keys())
 
     def __len__(self):
         return len(self.keys())

@@ -42,12 +42,15 @@ def twins(tmp_path, cls, config_name="gelu", seed=1):
 def test_model_output_indexes_unpacks_and_converts_like_transformers():
     loss, logits = torch.tensor(0.5), torch.randn(2, 3)
     out = minibert.ModelOutput(loss=loss, logits=logits)
+    theirs = transformers.modeling_outputs.MaskedLMOutput(loss=loss, logits=logits)
     assert out[0] is loss and out[1] is logits and out[-1] is logits
-    assert out[1:] == (logits,)
+    assert out[1:] == theirs[1:] == (logits,)
     assert out["loss"] is loss and out["attentions"] is None
-    first, second = out
+    assert list(out) == list(theirs) == ["loss", "logits"]  # an output is an ordered dict: its keys
+    first, second = out.to_tuple()
     assert first is loss and second is logits
-    assert out.to_tuple() == (loss, logits) and len(out) == 2
+    assert out.to_tuple() == theirs.to_tuple() == (loss, logits) and len(out) == len(theirs) == 2
+    assert dict(out) == dict(theirs)
     assert out.keys() == ["loss", "logits"] and out.items() == [("loss", loss), ("logits", logits)]
     assert "loss" in out and "attentions" not in out
     assert dict(**out) == {"loss": loss, "logits": logits}
