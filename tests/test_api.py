@@ -211,22 +211,28 @@ def test_masked_lm_perplexity_is_the_pseudo_perplexity_and_nsp_has_get_loss():
     tokenizer = word_tokenizer()
     torch.manual_seed(0)
     model = minibert.BertForMaskedLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
-    ids = torch.tensor([2, 5, 6, 7, 8, 3])  # [CLS] deep learning is fun [SEP]
-    nll = 0.0
-    for t in range(1, 5):  # each word masked in turn
-        masked = ids.clone()
-        masked[t] = 4
-        with torch.no_grad():
-            nll -= model(masked[None]).logits[0, t].log_softmax(-1)[ids[t]].item()
-    assert model.get_perplexity(tokenizer, "deep learning is fun") == pytest.approx(math.exp(nll / 4), rel=1e-5)
-    texts = ["deep learning is fun", "learning is hard"]
-    assert model.get_perplexity(tokenizer, texts) == pytest.approx(minibert.pseudo_perplexity(model, tokenizer, texts))
+
+    def masked_nll(ids):  # each word masked in turn, scored on itself: the sum of -log p
+        total = 0.0
+        for t in range(1, len(ids) - 1):
+            masked = ids.clone()
+            masked[t] = 4  # [MASK]
+            with torch.no_grad():
+                total -= model(masked[None]).logits[0, t].log_softmax(-1)[ids[t]].item()
+        return total
+
+    fun, hard = masked_nll(torch.tensor([2, 5, 6, 7, 8, 3])), masked_nll(torch.tensor([2, 6, 7, 9, 3]))
+    assert model.get_perplexity(tokenizer, "deep learning is fun") == pytest.approx(math.exp(fun / 4), rel=1e-5)
+    texts = ["deep learning is fun", "learning is hard"]  # pooled over the 7 words of both
+    assert model.get_perplexity(tokenizer, texts) == pytest.approx(math.exp((fun + hard) / 7), rel=1e-5)
 
     nsp = minibert.BertForNextSentencePrediction(minibert.BertConfig.tiny(vocab_size=10)).eval()
     labels = torch.tensor([0, 1])
     inputs = dict(input_ids=torch.tensor([[2, 5, 3, 6, 3], [2, 7, 3, 8, 3]]),
                   token_type_ids=torch.tensor([[0, 0, 0, 1, 1]] * 2))
-    assert torch.equal(nsp.get_loss(labels, **inputs), nsp(**inputs, labels=labels).loss)
+    logits = nsp(**inputs).logits
+    by_hand = -(logits.log_softmax(-1)[0, 0] + logits.log_softmax(-1)[1, 1]) / 2  # label 0: B follows A
+    torch.testing.assert_close(nsp.get_loss(labels, **inputs), by_hand)
 
 
 @pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForPreTraining], ids=lambda c: c.__name__)

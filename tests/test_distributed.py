@@ -12,7 +12,7 @@ import pytest
 def test_two_processes_stay_in_sync_on_different_shards(tmp_path, budget):
     worker = os.path.join(os.path.dirname(__file__), "ddp_worker.py")
     out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                          "--master_port", "29533", worker, str(tmp_path), budget],
+                          "--standalone", worker, str(tmp_path), budget],
                          capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]

@@ -57,12 +57,10 @@ def test_figure_is_the_committed_one(drawn, name, tmp_path):
 
 
 @pytest.mark.parametrize("name", list(figures.RECORDED_RUNS))
-def test_a_picture_of_the_live_run_shows_the_run_the_course_trains(drawn, course, name):
+def test_a_picture_of_the_live_run_shows_the_run_the_course_trains(course, name):
     """Another CPU trains the course's run to slightly different numbers; a changed recipe or code moves
     them further or changes the settings, and the committed picture would then show a run nobody trains."""
     committed, here = committed_record(name), course.record
-    with open(drawn / figures.RECORDED_RUNS[name]) as f:
-        assert json.load(f) == here  # make figures writes the record of the run it drew
     assert committed["settings"] == here["settings"], f"figures/{name} shows a run with other settings than the " \
         "course's: run `make figures` and commit the new picture"
     assert [h["step"] for h in committed["history"]] == [h["step"] for h in here["history"]]

@@ -174,13 +174,20 @@ def test_evaluations_are_spread_over_the_budget(small):
     assert [e["step"] for e in run(small, "mlm", steps=10, eval_every=4).evals] == [4, 8, 10]
 
 
-def test_time_budget_stops_the_run(small):
-    result = run(small, "nsp", steps=None, minutes=0.03)
-    assert 1 <= len(result.history) and result.history[-1]["seconds"] < 10
+def test_time_budget_stops_the_run_at_the_first_step_past_it(small, monkeypatch):
+    import itertools
+    clock = itertools.count(0, 0.25)  # a clock that moves a quarter of a second each time it is read
+    monkeypatch.setattr(minibert.train.time, "perf_counter", lambda: next(clock))
+    result = run(small, "nsp", steps=None, minutes=0.05)  # 3 seconds
+    seconds = [h["seconds"] for h in result.history]
+    assert len(seconds) > 1 and seconds[-1] >= 3 and all(s < 3 for s in seconds[:-1])
 
 
-def test_bf16_autocast_trains(small):
-    result = run(small, "mlm+nsp", bf16=True)
+@pytest.mark.skipif(not minibert.train.bf16_is_native(torch.device("cpu")),
+                    reason="this CPU has no native bf16: a bf16 run would train in float32")
+def test_bf16_autocast_trains(small, tmp_path):
+    result = run(small, "mlm+nsp", bf16=True, out=tmp_path / "run")
+    assert minibert.train.read_state(tmp_path / "run")["bf16"] is True  # it trained in bf16, not in float32
     assert all(math.isfinite(r["loss"]) for r in result.history)
 
 
