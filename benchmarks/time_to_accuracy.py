@@ -8,7 +8,9 @@ Both sides start from the same weights (minibert's initialisation, output bias a
 prior), see the same examples in the same order (the built-in corpus, 16 x 64 tokens per step), use
 AdamW with the same groups, betas, weight decay, clipping and warm-up-stable-decay schedule, and the
 same precision (bf16 where the CPU has it natively). transformers' side is BertForMaskedLM with
-DataCollatorForLanguageModeling; minibert's is `minibert.pretrain`. Every `--eval-every` steps each
+DataCollatorForLanguageModeling, with whichever of its attention implementations ("eager" or "sdpa")
+trains faster on this machine in a short probe (or the one --attention names); minibert's is
+`minibert.pretrain`. Every `--eval-every` steps each
 side is scored by the same function on the same held-out examples and masks (transformers' weights
 are copied into a minibert model for it: the two are interchangeable); evaluation time is excluded
 from both clocks. The runs go back to back in one process; the figure to read is the ratio of the
@@ -55,9 +57,32 @@ def run_minibert(args, tokenizer, model, eval_every):
     return curve
 
 
-def run_transformers(args, tokenizer, model, train, eval_every, bf16):
+def fastest_attention(config, args, bf16, steps=5):
+    """transformers' attention implementation whose BertForMaskedLM step is the shorter here (median of
+    a few steps on a random batch of the recipe's shape)."""
+    ids = torch.randint(5, config.vocab_size, (args.batch_size, args.max_length))
+    labels = torch.where(torch.rand(ids.shape) < args.mlm_probability, ids, -100)
+    seconds = {}
+    for impl in ("eager", "sdpa"):
+        model = transformers.BertForMaskedLM(transformers.BertConfig(**config.to_dict(), attn_implementation=impl))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        times = []
+        for _ in range(steps + 1):  # the first is a warm-up
+            start = time.perf_counter()
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = model(input_ids=ids, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            times.append(time.perf_counter() - start)
+        seconds[impl] = sorted(times[1:])[steps // 2]
+    return min(seconds, key=seconds.get), seconds
+
+
+def run_transformers(args, tokenizer, model, train, eval_every, bf16, attention):
     torch.manual_seed(args.seed)
-    theirs = transformers.BertForMaskedLM(transformers.BertConfig(**model.config.to_dict()))
+    theirs = transformers.BertForMaskedLM(transformers.BertConfig(**model.config.to_dict(),
+                                                                  attn_implementation=attention))
     theirs.load_state_dict(minibert_to_transformers(model.state_dict()), strict=False)
     theirs.tie_weights()
     theirs.train()
@@ -112,6 +137,8 @@ if __name__ == "__main__":
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--target", type=float, default=14.0, help="held-out masked-token accuracy, %%")
     parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, help="default: where native")
+    parser.add_argument("--attention", choices=["eager", "sdpa"],
+                        help="transformers' attention implementation (default: the faster here, in a short probe)")
     a = parser.parse_args()
     args = TrainArgs(objective="mlm", preset=a.preset, steps=a.steps, batch_size=a.batch_size, bf16=a.bf16)
     tokenizer, train, heldout = prepare_data(args, None, None)
@@ -123,12 +150,17 @@ if __name__ == "__main__":
     args = dataclasses.replace(args, lr=args.lr or default_lr(model.config), bf16=bf16)
     print(f"{a.preset} preset, {args.steps} steps of {args.batch_size} x {args.max_length} tokens, lr {args.lr:g}, "
           f"{'bf16' if bf16 else 'fp32'}, {torch.get_num_threads()} threads; {machine()}")
+    attention = a.attention
+    if attention is None:
+        attention, probe = fastest_attention(model.config, args, bf16)
+        print("transformers' step: " + ", ".join(f"{k} {1000 * v:.0f} ms" for k, v in probe.items())
+              + f"; racing with {attention}")
     start_weights = {k: v.clone() for k, v in model.state_dict().items()}
-    theirs = run_transformers(args, tokenizer, model, train, a.eval_every, bf16)
+    theirs = run_transformers(args, tokenizer, model, train, a.eval_every, bf16, attention)
     model.load_state_dict(start_weights)
     ours = run_minibert(args, tokenizer, model, a.eval_every)
     t_ours, t_theirs = first_time_at(ours, a.target), first_time_at(theirs, a.target)
     print(f"\ntime to {a.target:g}% held-out masked-token accuracy: minibert {t_ours and f'{t_ours:.1f} s'}, "
-          f"transformers {t_theirs and f'{t_theirs:.1f} s'}"
+          f"transformers ({attention} attention) {t_theirs and f'{t_theirs:.1f} s'}"
           + (f", speed-up {t_theirs / t_ours:.2f}x" if t_ours and t_theirs else ""))
     print(f"final accuracy: minibert {ours[-1][1]:.1f}%, transformers {theirs[-1][1]:.1f}%")
