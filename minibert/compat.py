@@ -1,17 +1,40 @@
-"""What transformers' users reach for besides the forward pass, with transformers' meaning: the embedding
-tables (`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after
-`tokenizer.add_tokens`). Every minibert model has them through BertPreTrainedModel; tests/test_api.py
-compares each with transformers' on the same weights.
+"""What transformers' users and tools reach for besides the forward pass, with transformers' meaning:
+a transformers BertConfig taken as it is, the attributes its tools read (`main_input_name`,
+`base_model_prefix`, `can_generate()`, the attention flags) and the embedding tables
+(`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after `tokenizer.add_tokens`).
+Every minibert model has them through BertPreTrainedModel; tests/test_api.py compares each with
+transformers' on the same weights.
 """
 
 import torch
 from torch import nn
 
+from .config import BertConfig
 
-class EmbeddingMethods:
+
+def as_minibert_config(config):
+    """A minibert BertConfig; a transformers BertConfig is read through its dict, as config.json would be."""
+    if isinstance(config, BertConfig):
+        return config
+    if getattr(config, "model_type", None) == "bert" and hasattr(config, "to_dict"):
+        return BertConfig.from_dict(config.to_dict())
+    raise TypeError(f"config must be a BertConfig (minibert's or transformers'), got {type(config).__name__}")
+
+
+class TransformersHabits:
     """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder (the
     model itself, or its `bert`); the output table is the masked-LM decoder (`cls.predictions.decoder`),
     tied to the input table as in BERT, or None for a model without one."""
+    main_input_name = "input_ids"  # what Trainer and pipelines feed first
+    base_model_prefix = "bert"  # the encoder's attribute, and the prefix of its weights' names
+    _supports_sdpa = True  # attention through torch's scaled_dot_product_attention (and a spelled-out path)
+    _supports_flash_attn = False  # no FlashAttention kernels, no flex attention
+    _supports_flex_attn = False
+
+    @classmethod
+    def can_generate(cls):
+        """Whether the model has a generate method: the causal LM does."""
+        return callable(getattr(cls, "generate", None))
 
     def get_input_embeddings(self):
         return (self.bert if hasattr(self, "bert") else self).embeddings.word_embeddings

@@ -40,12 +40,15 @@ FIELD_RULES = {  # field: (test, what the value must be); the token ids are chec
                                                          "sqrt(variance + eps), and 0 gives NaN on a constant vector"),
     "initializer_range": (lambda v: is_number(v) and v > 0, "a number above 0, such as 0.02 (the std of the init)"),
     "is_decoder": FLAG, "add_cross_attention": FLAG, "tie_word_embeddings": FLAG, "use_cache": FLAG,
+    "output_attentions": FLAG, "output_hidden_states": FLAG, "return_dict": FLAG,
 }
 TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")  # None, or an id of the vocabulary
 
 
 @dataclass
 class BertConfig:
+    model_type = "bert"  # what transformers' AutoConfig reads; class attributes, not fields
+    is_encoder_decoder = False
     vocab_size: int = 30522  # WordPiece vocabulary (bert-base-uncased has 30522)
     hidden_size: int = 768  # width of every token vector
     num_hidden_layers: int = 12  # number of transformer blocks
@@ -67,6 +70,10 @@ class BertConfig:
     use_cache: bool = True  # decoders return past_key_values by default
     bos_token_id: int | None = None
     eos_token_id: int | None = None
+    output_attentions: bool = False  # what a forward returns when not told: attention weights,
+    output_hidden_states: bool = False  # every layer's output,
+    return_dict: bool = True  # a ModelOutput (False: a tuple)
+    dtype: str | None = None  # the dtype the weights were saved in ("float32"), as transformers records it
     id2label: dict | None = None  # class id -> name, e.g. {0: "negative", 1: "positive"}; None: LABEL_0, LABEL_1, ...
     label2id: dict | None = None  # name -> class id; None: the reverse of id2label
 
@@ -131,6 +138,8 @@ class BertConfig:
             raise TypeError(f"unknown config field{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}"
                             f"{f' (did you mean {close[0]!r}?)' if close else ''}; the fields of BertConfig are: "
                             f"{', '.join(sorted(known))}")
+        if "torch_dtype" in d and "dtype" not in d:  # transformers' older name for it
+            d = {**d, "dtype": d["torch_dtype"]}
         if "id2label" in d and "num_labels" not in d:  # transformers stores the classes as a label map
             d = {**d, "num_labels": len(d["id2label"])}
         if "id2label" not in overrides and overrides.get("num_labels", len(d.get("id2label") or ())) != len(
@@ -142,6 +151,16 @@ class BertConfig:
     def from_json_file(cls, path, **overrides):
         with open(path) as f:
             return cls.from_dict(json.load(f), **overrides)
+
+    @property
+    def use_return_dict(self):
+        return self.return_dict
+
+    def output_switches(self, output_attentions, output_hidden_states, return_dict):
+        """A forward's three switches: each one given wins, else the config's (transformers' rule)."""
+        return (self.output_attentions if output_attentions is None else output_attentions,
+                self.output_hidden_states if output_hidden_states is None else output_hidden_states,
+                self.return_dict if return_dict is None else return_dict)
 
     def to_dict(self):
         return {"model_type": "bert", **dataclasses.asdict(self)}
@@ -156,7 +175,7 @@ class BertConfig:
         return json.dumps(d, indent=2, sort_keys=True) + "\n"
 
     def save(self, folder, architecture):
-        d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}
+        d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}  # the weights are float32
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(d, f, indent=2, sort_keys=True)
 

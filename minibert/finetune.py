@@ -116,7 +116,7 @@ def fine_tune(model, tokenizer, texts, labels, steps, lr=3e-4, batch_size=32, we
         if len(order) < min(batch_size, len(labels)):  # a fresh shuffle when the epoch runs out
             order = torch.randperm(len(labels), generator=g)
         batch, order = order[:batch_size], order[batch_size:]
-        loss = model(**encode(tokenizer, [texts[i] for i in batch], max_length), labels=labels[batch]).loss
+        loss = model(**encode(tokenizer, [texts[i] for i in batch], max_length), labels=labels[batch], return_dict=True).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
@@ -131,7 +131,7 @@ def fine_tune(model, tokenizer, texts, labels, steps, lr=3e-4, batch_size=32, we
 def predict(model, tokenizer, texts, batch_size=128, max_length=64):
     """The predicted class of every text."""
     model.eval()
-    return torch.cat([model(**encode(tokenizer, texts[i:i + batch_size], max_length)).logits.argmax(-1)
+    return torch.cat([model(**encode(tokenizer, texts[i:i + batch_size], max_length), return_dict=True).logits.argmax(-1)
                       for i in range(0, len(texts), batch_size)])
 
 

@@ -149,23 +149,25 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, masked_only=False, output_attentions=False,
-                output_hidden_states=False, return_dict=None):
+                inputs_embeds=None, labels=None, masked_only=False, output_attentions=None,
+                output_hidden_states=None, return_dict=None):
         """With labels and masked_only=True the logits are computed at the labelled positions only:
         masked_logits (N, V) and masked_positions (B, T) are set, logits stays None (see mlm_fields)."""
+        output_attentions, output_hidden_states, return_dict = self.config.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         masked = labels != IGNORE_INDEX if masked_only and labels is not None else None
         positions = None
         if masked is not None and not (output_attentions or output_hidden_states):
             positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=positions)
+                        positions=positions, return_dict=True)
         logits, loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked is not None)
         return model_output(ModelOutput(loss=loss, **mlm_fields(logits, masked), hidden_states=out.hidden_states,
                                         attentions=out.attentions), return_dict)
 
     def get_loss(self, labels, **inputs):
-        return self(labels=labels, masked_only=True, **inputs).loss
+        return self(labels=labels, masked_only=True, return_dict=True, **inputs).loss
 
     def get_perplexity(self, tokenizer, text, batch_size=64):
         """Pseudo-perplexity of a text or a list of texts: each token masked in turn and scored (see
@@ -199,12 +201,14 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None):
+        output_attentions, output_hidden_states, return_dict = self.config.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=cls)  # the head reads only [CLS]: so does the last layer
+                        positions=cls, return_dict=True)  # the head reads only [CLS]: so does the last layer
         logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         loss = None
         if labels is not None:
@@ -215,12 +219,12 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
 
     def get_loss(self, labels, **inputs):
         """Cross-entropy of the (B,) labels: 0 = B follows A, 1 = B is random."""
-        return self(labels=labels, **inputs).loss
+        return self(labels=labels, return_dict=True, **inputs).loss
 
     @torch.no_grad()
     def predict_proba(self, **inputs):
         """(B, 2) probabilities: column 0 "B follows A", column 1 "B is random"."""
-        return self(**inputs).logits.softmax(-1)
+        return self(**inputs, return_dict=True).logits.softmax(-1)
 
     def predict_proba_from_text(self, tokenizer, text_a, text_b):
         return self.predict_proba(**encode_text(tokenizer, text_a, text_b, self.device))
@@ -239,16 +243,18 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, next_sentence_label=None, masked_only=False,
-                output_attentions=False, output_hidden_states=False, return_dict=None):
+                output_attentions=None, output_hidden_states=None, return_dict=None):
         """With labels and masked_only=True the MLM logits are computed at the labelled positions only:
         masked_logits (N, V) and masked_positions (B, T) are set, prediction_logits stays None."""
+        output_attentions, output_hidden_states, return_dict = self.config.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         masked = labels != IGNORE_INDEX if masked_only and labels is not None else None
         positions = None  # with masked_only, the last layer computes [CLS] and the masked positions only
         if masked is not None and not (output_attentions or output_hidden_states):
             positions, labels = sparse_labels(labels, input_ids, inputs_embeds, self.config.vocab_size)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=positions)
+                        positions=positions, return_dict=True)
         mlm_logits, mlm_loss = masked_lm(self.cls.predictions, out.last_hidden_state, labels, masked is not None)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         nsp_loss = None
@@ -275,12 +281,14 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
-                inputs_embeds=None, labels=None, output_attentions=False, output_hidden_states=False,
+                inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None):
+        output_attentions, output_hidden_states, return_dict = self.config.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=cls)  # the head reads only [CLS]: so does the last layer
+                        positions=cls, return_dict=True)  # the head reads only [CLS]: so does the last layer
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None
         if labels is not None and self.config.num_labels == 1:  # one output: regression
@@ -314,8 +322,10 @@ class BertForCausalLM(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None, labels=None,
-                past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False,
+                past_key_values=None, use_cache=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None):
+        output_attentions, output_hidden_states, return_dict = self.config.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         if labels is not None:
             shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
             check_labels("labels", labels, shape, self.config.vocab_size)
@@ -329,7 +339,7 @@ class BertForCausalLM(BertPreTrainedModel):
             use_cache = False
         out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
                         encoder_hidden_states, encoder_attention_mask, past_key_values, use_cache,
-                        output_attentions, output_hidden_states)
+                        output_attentions, output_hidden_states, return_dict=True)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = token_loss(logits, labels, shift=True) if labels is not None else None
         return model_output(ModelOutput(loss=loss, logits=logits, past_key_values=out.past_key_values,
@@ -339,7 +349,7 @@ class BertForCausalLM(BertPreTrainedModel):
     # ---- convenience methods: losses and predictions without writing the shift yourself ----
     def get_loss(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, reduction="mean", **inputs):
         labels = as_tensor("labels", labels, self.device)
-        return token_loss(self(**inputs).logits, labels, shift_labels, ignore_index, reduction)
+        return token_loss(self(**inputs, return_dict=True).logits, labels, shift_labels, ignore_index, reduction)
 
     @torch.no_grad()
     def get_perplexity(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
@@ -365,7 +375,7 @@ class BertForCausalLM(BertPreTrainedModel):
     @torch.no_grad()
     def predict_token_ids(self, **inputs):
         """(B, T): the most likely next token at every position (position t guesses token t+1)."""
-        return self(**inputs).logits.argmax(-1)
+        return self(**inputs, return_dict=True).logits.argmax(-1)
 
     @torch.no_grad()
     def get_next_token_logits(self, **inputs):
@@ -374,7 +384,7 @@ class BertForCausalLM(BertPreTrainedModel):
         mask = as_tensor("attention_mask", inputs.get("attention_mask"), self.device)
         if mask is not None and inputs.get("position_ids") is None:
             inputs["position_ids"] = positions_from_mask(mask)
-        logits = self(**inputs).logits  # (B, T, V)
+        logits = self(**inputs, return_dict=True).logits  # (B, T, V)
         T = logits.shape[1]
         if mask is None:
             last = torch.full((len(logits),), T - 1, device=logits.device)
@@ -430,7 +440,7 @@ class BertForCausalLM(BertPreTrainedModel):
         for _ in range(max_new_tokens):
             step = ids if past is None else ids[:, -1:]  # the cache holds the earlier tokens: feed the newest
             position_ids = None if mask is None else positions_from_mask(mask)[:, -step.shape[1]:]
-            out = self(step, attention_mask=mask, position_ids=position_ids, past_key_values=past,
+            out = self(step, attention_mask=mask, position_ids=position_ids, past_key_values=past, return_dict=True,
                        use_cache=use_cache, encoder_hidden_states=encoder_hidden_states,
                        encoder_attention_mask=encoder_attention_mask)
             past = out.past_key_values if use_cache else None

@@ -134,7 +134,7 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, ml
         inputs = model_inputs(objective, batch)
         if objective == "clm":  # scored below, once: the model need not compute its own loss as well
             del inputs["labels"]
-        out = model(**inputs)
+        out = model(**inputs, return_dict=True)
         if mlm:  # masked_only: (N, V) logits at the N masked positions, in order
             add_token_scores(total, "mlm", out.masked_logits, batch["labels"][out.masked_positions])
         if objective == "clm":  # position t predicts t+1: the labels move, not the (much larger) logits
@@ -254,7 +254,7 @@ def pseudo_log_likelihoods(model, tokenizer, sentences, batch_size=256):
         labels = torch.full_like(input_ids, -100)
         labels[torch.arange(len(chunk)), positions] = targets
         # masked_only: the vocabulary projection runs at the one masked position of each row, not at all of them
-        out = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device),
+        out = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), return_dict=True,
                     labels=labels.to(device), masked_only=True)
         scores = out.masked_logits.float().log_softmax(-1)  # (rows, V): one masked position per row, in order
         scores = scores[torch.arange(len(chunk)), targets.to(device)].tolist()

@@ -18,8 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
-from .compat import EmbeddingMethods
-from .config import BertConfig
+from .compat import TransformersHabits, as_minibert_config
 
 ACT2FN = {
     "gelu": F.gelu,  # the exact erf form, as in the original BERT
@@ -318,16 +317,14 @@ def attention_bias(attention_mask, q_len, k_len, causal, dtype):
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
-class BertPreTrainedModel(EmbeddingMethods, nn.Module):
+class BertPreTrainedModel(TransformersHabits, nn.Module):
     """Shared by every model: weight init and transformers-format checkpoints (and, from compat.py, the
     embedding methods of transformers' models)."""
     hf_architecture = None  # the transformers class that reads our checkpoints
 
     def __init__(self, config):
         super().__init__()
-        if not isinstance(config, BertConfig):
-            raise TypeError(f"config must be a minibert.BertConfig, got {type(config).__name__}")
-        self.config = config
+        self.config = as_minibert_config(config)  # a transformers BertConfig is read as config.json would be
 
     def init_weights(self):
         std = self.config.initializer_range
@@ -393,12 +390,14 @@ class BertModel(BertPreTrainedModel):
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None,
-                past_key_values=None, use_cache=None, output_attentions=False, output_hidden_states=False,
+                past_key_values=None, use_cache=None, output_attentions=None, output_hidden_states=None,
                 positions=None, return_dict=None):
         """positions, (B, K) indices, is for heads that read only a few positions (the masked ones, [CLS]):
         the last layer then computes only those (their attention still reads every token) and
         last_hidden_state is (B, K, C). The pooler reads the first of them, which should be [CLS] (0)."""
         cfg = self.config
+        output_attentions, output_hidden_states, return_dict = cfg.output_switches(
+            output_attentions, output_hidden_states, return_dict)  # the config's, unless given
         past_length = past_key_values[0][0].shape[2] if past_key_values else 0
         check_inputs(cfg, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, past_length,
                      past_key_values, positions)  # a sentence for every mistake, see checks.py
@@ -424,10 +423,11 @@ class BertModel(BertPreTrainedModel):
             past_key_values=presents if use_cache else None,
             hidden_states=hidden_states if output_hidden_states else None,
             attentions=attentions if output_attentions else None,
-            cross_attentions=cross_attentions if output_attentions and encoder_hidden_states is not None else None,
+            # with output_attentions, transformers returns cross_attentions, empty without an encoder to attend to
+            cross_attentions=(cross_attentions if encoder_hidden_states is not None else ()) if output_attentions else None,
         ), return_dict)
 
 
 def decoder_config(config):
     """A copy of config set up as a decoder (BertForCausalLM always attends causally)."""
-    return dataclasses.replace(config, is_decoder=True)
+    return dataclasses.replace(as_minibert_config(config), is_decoder=True)

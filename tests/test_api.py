@@ -439,3 +439,43 @@ def test_config_to_json_string_reads_as_transformers_config(use_diff):
     assert set(values) <= set(ours)  # every field that was set is there
     if use_diff:  # and nothing that was left at its default, beyond model_type
         assert set(ours) - set(values) <= {"model_type", "label2id", "num_labels"}
+
+
+# ---- the config as transformers' models read it ----
+@pytest.mark.parametrize("ours_cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_switches_set_on_the_config_act_as_in_transformers(tmp_path, ours_cls):
+    config = dict(CONFIGS["gelu"], is_decoder=ours_cls is minibert.BertForCausalLM)
+    theirs = randomize(PAIRS[ours_cls](transformers.BertConfig(**config, attn_implementation="eager")), seed=4).eval()
+    theirs.save_pretrained(tmp_path)  # eager: transformers returns attention weights only from its spelled-out path
+    ours = ours_cls.from_pretrained(tmp_path).eval()
+    inputs = {k: make_batch(config)[k] for k in INPUTS}
+    for model in (ours, theirs):
+        model.config.output_hidden_states = model.config.output_attentions = True
+    with torch.no_grad():
+        a, b = ours(**inputs), theirs(**inputs)
+    assert len(a.hidden_states) == len(b.hidden_states) == config["num_hidden_layers"] + 1
+    for x, y in zip(a.hidden_states + a.attentions, b.hidden_states + b.attentions):
+        torch.testing.assert_close(x, y, atol=1e-5, rtol=1e-5)
+    for model in (ours, theirs):
+        model.config.return_dict = False
+    with torch.no_grad():
+        a, b = ours(**inputs), theirs(**inputs)
+    assert type(a) is type(b) is tuple and len(a) == len(b)
+    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=1e-5)
+    with torch.no_grad():  # an argument given wins over the config
+        assert ours(**inputs, output_hidden_states=False, return_dict=True).hidden_states is None
+
+
+@pytest.mark.parametrize("ours_cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_a_transformers_config_builds_the_same_model_and_the_same_tools_read_it(ours_cls):
+    config = transformers.BertConfig(**CONFIGS["gelu_new"])
+    ours, theirs = ours_cls(config), PAIRS[ours_cls](config)
+    assert {k: v.shape for k, v in ours.state_dict().items()} == {
+        k: v.shape for k, v in theirs.state_dict().items() if k in ours.state_dict()}
+    assert ours.config.hidden_act == "gelu_new" and ours.config.model_type == theirs.config.model_type == "bert"
+    assert ours.config.is_encoder_decoder is theirs.config.is_encoder_decoder is False
+    assert ours.main_input_name == theirs.main_input_name and ours.base_model_prefix == theirs.base_model_prefix
+    assert ours.can_generate() == theirs.can_generate()
+    assert minibert.BertConfig.from_dict({**CONFIGS["gelu"], "torch_dtype": "bfloat16"}).dtype == "bfloat16"
+    with pytest.raises(TypeError, match="config must be a BertConfig"):
+        ours_cls(transformers.GPT2Config())

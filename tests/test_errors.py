@@ -63,7 +63,7 @@ def test_bad_configs_raise_clear_errors():
         minibert.BertConfig(add_cross_attention=True)
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         minibert.BertConfig.preset("huge")
-    with pytest.raises(TypeError, match="minibert.BertConfig"):
+    with pytest.raises(TypeError, match=r"config must be a BertConfig \(minibert.s or transformers.\), got dict"):
         minibert.BertModel({"hidden_size": 128})
 
 
