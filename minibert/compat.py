@@ -9,7 +9,7 @@ transformers' on the same weights.
 import torch
 from torch import nn
 
-from .config import BertConfig
+from .config import ATTENTION_IMPLEMENTATIONS, BertConfig
 
 
 def as_minibert_config(config):
@@ -30,6 +30,15 @@ class TransformersHabits:
     _supports_sdpa = True  # attention through torch's scaled_dot_product_attention (and a spelled-out path)
     _supports_flash_attn = False  # no FlashAttention kernels, no flex attention
     _supports_flex_attn = False
+
+    def set_attn_implementation(self, name):
+        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call."""
+        if name not in ATTENTION_IMPLEMENTATIONS:
+            raise ValueError(f"attn_implementation={name!r} is not one of minibert's: {ATTENTION_IMPLEMENTATIONS}")
+        self.config.attn_implementation = name
+        for module in self.modules():
+            if hasattr(module, "implementation"):
+                module.implementation = name
 
     @classmethod
     def can_generate(cls):

@@ -74,6 +74,7 @@ class BertConfig:
     output_hidden_states: bool = False  # every layer's output,
     return_dict: bool = True  # a ModelOutput (False: a tuple)
     dtype: str | None = None  # the dtype the weights were saved in ("float32"), as transformers records it
+    attn_implementation: str | None = None  # "eager" (spelled out), "sdpa" (fused), None: the faster here
     id2label: dict | None = None  # class id -> name, e.g. {0: "negative", 1: "positive"}; None: LABEL_0, LABEL_1, ...
     label2id: dict | None = None  # name -> class id; None: the reverse of id2label
 
@@ -91,6 +92,9 @@ class BertConfig:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {tuple(ACT2FN)}")
         self.id2label, self.label2id = label_maps(self.id2label, self.label2id, self.num_labels)
         self.num_labels = len(self.id2label)
+        if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
+            raise ValueError(f"attn_implementation={self.attn_implementation!r} is not one of minibert's: "
+                             f"{ATTENTION_IMPLEMENTATIONS} (None picks the faster of the two for each call)")
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
 
@@ -178,6 +182,9 @@ class BertConfig:
         d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}  # the weights are float32
         with open(os.path.join(folder, "config.json"), "w") as f:
             json.dump(d, f, indent=2, sort_keys=True)
+
+
+ATTENTION_IMPLEMENTATIONS = (None, "eager", "sdpa")
 
 
 def label_maps(id2label, label2id, num_labels):

@@ -143,8 +143,8 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def __init__(self, config):
         super().__init__(config)
-        self.bert = BertModel(config, add_pooling_layer=False)
-        self.cls = BertPreTrainingHeads(config, nsp=False)
+        self.bert = BertModel(self.config, add_pooling_layer=False)
+        self.cls = BertPreTrainingHeads(self.config, nsp=False)
         self.init_weights()
         self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
@@ -196,8 +196,8 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
 
     def __init__(self, config):
         super().__init__(config)
-        self.bert = BertModel(config)
-        self.cls = BertPreTrainingHeads(config, mlm=False)
+        self.bert = BertModel(self.config)
+        self.cls = BertPreTrainingHeads(self.config, mlm=False)
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -236,8 +236,8 @@ class BertForPreTraining(BertPreTrainedModel):
 
     def __init__(self, config):
         super().__init__(config)
-        self.bert = BertModel(config)
-        self.cls = BertPreTrainingHeads(config)
+        self.bert = BertModel(self.config)
+        self.cls = BertPreTrainingHeads(self.config)
         self.init_weights()
         self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
@@ -274,7 +274,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
 
     def __init__(self, config):
         super().__init__(config)
-        self.bert = BertModel(config)
+        self.bert = BertModel(self.config)
+        config = self.config
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)

@@ -234,7 +234,13 @@ def match_keys(state, model):
     return out
 
 
-def load_pretrained(cls, path, **config_overrides):
+def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_info=False,
+                    ignore_mismatched_sizes=False, **config_overrides):
+    """from_pretrained's work, with transformers' options: dtype (or its older name torch_dtype: a
+    torch.dtype, its name, or "auto" for the dtype config.json records), output_loading_info (return
+    (model, info) with missing, unexpected and mismatched keys), ignore_mismatched_sizes (a tensor of
+    another shape, such as a classifier with another num_labels, is left freshly initialized instead
+    of refused) and any config field (attn_implementation="eager", num_labels=7, ...)."""
     with locked(parent_of(path), shared=True):  # not while a save swaps the folder in
         config = read_config(path, **config_overrides)
         raw_state = read_state_dict(path)
@@ -244,16 +250,38 @@ def load_pretrained(cls, path, **config_overrides):
     if not any(k in expected for k in state):  # loading would give a random model, with only a warning
         raise ValueError(f"none of the {len(state)} tensors in the weights of {path!r} is a weight of {cls.__name__} "
                          f"(they are named like {', '.join(list(state)[:3])}): it is not a BERT checkpoint")
-    wrong = [f"{k}: checkpoint {tuple(v.shape)}, model {tuple(expected[k].shape)}"
-             for k, v in state.items() if k in expected and v.shape != expected[k].shape]
-    if wrong:
-        raise ValueError(f"the checkpoint in {path!r} does not fit this config: " + "; ".join(wrong[:3]))
+    mismatched = [(k, tuple(v.shape), tuple(expected[k].shape))
+                  for k, v in state.items() if k in expected and v.shape != expected[k].shape]
+    if mismatched and not ignore_mismatched_sizes:
+        raise ValueError(f"the checkpoint in {path!r} does not fit this config: "
+                         + "; ".join(f"{k}: checkpoint {a}, model {b}" for k, a, b in mismatched[:3])
+                         + ". ignore_mismatched_sizes=True leaves such weights freshly initialized")
+    for k, _, _ in mismatched:
+        del state[k]
     missing, unexpected = model.load_state_dict(state, strict=False)
     if model.config.tie_word_embeddings and "cls.predictions.decoder.weight" in missing:
         missing.remove("cls.predictions.decoder.weight")  # tied to the embeddings just loaded
-    if missing:
-        warnings.warn(f"{cls.__name__}: {len(missing)} weights are not in {path!r} and were freshly "
-                      f"initialized: {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}. "
+    missing = [k for k in missing if k not in {m for m, _, _ in mismatched}]
+    fresh = missing + [f"{k} (checkpoint {a}, model {b})" for k, a, b in mismatched]
+    if fresh:
+        warnings.warn(f"{cls.__name__}: {len(fresh)} weights are not in {path!r} and were freshly "
+                      f"initialized: {', '.join(fresh[:6])}{' ...' if len(fresh) > 6 else ''}. "
                       "Train the model before trusting its outputs.", stacklevel=3)
-    model.loading_info = {"missing_keys": missing, "unexpected_keys": unexpected}
-    return model.eval()
+    model.loading_info = {"missing_keys": missing, "unexpected_keys": unexpected, "mismatched_keys": mismatched,
+                          "error_msgs": []}
+    dtype = weights_dtype(dtype if dtype is not None else torch_dtype, model.config)
+    if dtype is not None:
+        model.to(dtype)
+    model.eval()
+    return (model, model.loading_info) if output_loading_info else model
+
+
+def weights_dtype(dtype, config):
+    """A torch dtype from what from_pretrained was given: None, a torch.dtype, its name, or "auto"."""
+    if dtype == "auto":
+        dtype = config.dtype or "float32"
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    if not (isinstance(dtype, str) and isinstance(getattr(torch, dtype, None), torch.dtype)):
+        raise ValueError(f"dtype={dtype!r} is not a torch dtype: give torch.bfloat16, 'bfloat16', 'float32' or 'auto'")
+    return getattr(torch, dtype)

@@ -143,6 +143,14 @@ class MultiHeadAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = Dropout(config.attention_probs_dropout_prob)
+        self.implementation = config.attn_implementation  # "eager", "sdpa", or None: see spelled_out
+
+    def spelled_out(self, q, output_attentions):
+        """Whether this call writes attention out (eager) rather than calling the fused kernel (sdpa): when
+        the weights are asked for, when the config says eager, and, left to minibert, where it is faster."""
+        if output_attentions or self.implementation == "eager":
+            return True
+        return self.implementation is None and needs_spelled_out_attention(self.dropout, q)
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
@@ -161,7 +169,7 @@ class MultiHeadAttention(nn.Module):
         if queries_at is not None:
             x = gather_positions(x, queries_at)  # (B, K, C): see gather_positions
         q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        if output_attentions or needs_spelled_out_attention(self.dropout, q):
+        if self.spelled_out(q, output_attentions):
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_size)  # (B, nh, T, S)
             if bias is not None:
                 scores = scores + bias.to(q.dtype)  # -inf-like where a query may not look
@@ -366,10 +374,12 @@ class BertPreTrainedModel(TransformersHabits, nn.Module):
                    if (p.requires_grad or not only_trainable) and not (exclude_embeddings and id(p) in embeddings))
 
     @classmethod
-    def from_pretrained(cls, path, **config_overrides):
-        """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin)."""
+    def from_pretrained(cls, path, **options):
+        """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin).
+        options: transformers' (dtype, output_loading_info, ignore_mismatched_sizes, attn_implementation)
+        and any config field to override (num_labels=7, ...); see hub.load_pretrained."""
         from .hub import load_pretrained
-        return load_pretrained(cls, path, **config_overrides)
+        return load_pretrained(cls, path, **options)
 
     def save_pretrained(self, path):
         """Write config.json + model.safetensors that transformers' matching class loads as is."""
@@ -383,9 +393,9 @@ class BertModel(BertPreTrainedModel):
 
     def __init__(self, config, add_pooling_layer=True):
         super().__init__(config)
-        self.embeddings = BertEmbeddings(config)
-        self.encoder = BertEncoder(config)
-        self.pooler = BertPooler(config) if add_pooling_layer else None
+        self.embeddings = BertEmbeddings(self.config)
+        self.encoder = BertEncoder(self.config)
+        self.pooler = BertPooler(self.config) if add_pooling_layer else None
         self.init_weights()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,

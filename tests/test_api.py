@@ -479,3 +479,47 @@ def test_a_transformers_config_builds_the_same_model_and_the_same_tools_read_it(
     assert minibert.BertConfig.from_dict({**CONFIGS["gelu"], "torch_dtype": "bfloat16"}).dtype == "bfloat16"
     with pytest.raises(TypeError, match="config must be a BertConfig"):
         ours_cls(transformers.GPT2Config())
+
+
+# ---- loading options, as transformers' from_pretrained takes them ----
+def test_loading_options_give_what_transformers_gives(tmp_path):
+    config = dict(CONFIGS["gelu"], num_labels=3)
+    randomize(transformers.BertForSequenceClassification(transformers.BertConfig(**config)), seed=6).save_pretrained(tmp_path)
+    for options in (dict(dtype=torch.bfloat16), dict(torch_dtype="bfloat16"), dict(dtype="auto")):
+        ours = minibert.BertForSequenceClassification.from_pretrained(tmp_path, **options)
+        theirs = transformers.BertForSequenceClassification.from_pretrained(tmp_path, **options)
+        assert ours.dtype == theirs.dtype
+    ours, info = minibert.BertForSequenceClassification.from_pretrained(
+        tmp_path, num_labels=5, ignore_mismatched_sizes=True, output_loading_info=True)
+    theirs, their_info = transformers.BertForSequenceClassification.from_pretrained(
+        tmp_path, num_labels=5, ignore_mismatched_sizes=True, output_loading_info=True)
+    assert sorted(k for k, _, _ in info["mismatched_keys"]) == sorted(k for k, *_ in their_info["mismatched_keys"])
+    assert sorted(info["missing_keys"]) == sorted(their_info["missing_keys"])
+    assert ours.classifier.weight.shape == theirs.classifier.weight.shape == (5, config["hidden_size"])
+    torch.testing.assert_close(ours.bert.embeddings.word_embeddings.weight, theirs.bert.embeddings.word_embeddings.weight)
+    with pytest.raises(ValueError, match="ignore_mismatched_sizes=True leaves such weights freshly initialized"):
+        minibert.BertForSequenceClassification.from_pretrained(tmp_path, num_labels=5)
+    with pytest.raises(ValueError, match="dtype='bfloat' is not a torch dtype"):
+        minibert.BertForSequenceClassification.from_pretrained(tmp_path, dtype="bfloat")
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_attn_implementation_chooses_the_path_and_keeps_the_numbers(tmp_path, implementation, monkeypatch):
+    randomize(transformers.BertModel(transformers.BertConfig(**CONFIGS["gelu"])), seed=2).save_pretrained(tmp_path)
+    fused = []
+    monkeypatch.setattr(minibert.model, "fused_attention",
+                        lambda *a, _f=minibert.model.fused_attention: fused.append(1) or _f(*a))
+    ours = minibert.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
+    theirs = transformers.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
+    inputs = {k: make_batch(CONFIGS["gelu"])[k] for k in INPUTS}
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**inputs).last_hidden_state, theirs(**inputs).last_hidden_state,
+                                   atol=1e-5, rtol=1e-5)
+    assert bool(fused) == (implementation == "sdpa")  # the switch decides the path
+    ours.set_attn_implementation("eager" if implementation == "sdpa" else "sdpa")
+    fused.clear()
+    with torch.no_grad():
+        ours(**inputs)
+    assert bool(fused) == (implementation == "eager")
+    with pytest.raises(ValueError, match="attn_implementation='flash_attention_2' is not one of minibert's"):
+        minibert.BertModel.from_pretrained(tmp_path, attn_implementation="flash_attention_2")
