@@ -30,6 +30,38 @@ class TransformersHabits:
     _supports_sdpa = True  # attention through torch's scaled_dot_product_attention (and a spelled-out path)
     _supports_flash_attn = False  # no FlashAttention kernels, no flex attention
     _supports_flex_attn = False
+    supports_gradient_checkpointing = True
+
+    def activation_checkpointing_enable(self, activation_checkpointing_kwargs=None, every_n_layers=1, offload=False):
+        """Keep no activations of every n-th layer in training and compute them again in the backward
+        pass: less memory for about a third more time (torch.utils.checkpoint around each layer, as in
+        transformers). TrainingArguments(gradient_checkpointing=True) makes Trainer call this."""
+        if (activation_checkpointing_kwargs or {}) not in ({}, {"use_reentrant": False}):
+            raise ValueError(f"checkpointing kwargs {activation_checkpointing_kwargs!r}: minibert checkpoints "
+                             "each layer with use_reentrant=False only (its layers take keyword arguments)")
+        if offload:
+            raise ValueError("offload=True (activations kept in pinned host memory) is for accelerators; "
+                             "minibert does not offload")
+        if not isinstance(every_n_layers, int) or every_n_layers < 1:
+            raise ValueError(f"every_n_layers must be a whole number above 0, got {every_n_layers!r}")
+        self.encoder_stack().checkpoint_every = every_n_layers
+
+    def activation_checkpointing_disable(self):
+        self.encoder_stack().checkpoint_every = 0
+
+    def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None, **kwargs):
+        """transformers' older name for activation_checkpointing_enable."""
+        self.activation_checkpointing_enable(gradient_checkpointing_kwargs, **kwargs)
+
+    def gradient_checkpointing_disable(self):
+        self.activation_checkpointing_disable()
+
+    @property
+    def is_gradient_checkpointing(self):
+        return self.encoder_stack().checkpoint_every > 0
+
+    def encoder_stack(self):
+        return (self.bert if hasattr(self, "bert") else self).encoder
 
     def set_attn_implementation(self, name):
         """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call."""

@@ -66,6 +66,7 @@ class BertConfig:
     add_cross_attention: bool = False  # decoder blocks also attend to encoder_hidden_states
     tie_word_embeddings: bool = True  # the MLM decoder reuses the input embedding matrix
     num_labels: int = 2  # classes of BertForSequenceClassification
+    problem_type: str | None = None  # its loss: see PROBLEM_TYPES; None: chosen from num_labels and the labels
     classifier_dropout: float | None = None  # None: use hidden_dropout_prob
     use_cache: bool = True  # decoders return past_key_values by default
     bos_token_id: int | None = None
@@ -92,6 +93,8 @@ class BertConfig:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {tuple(ACT2FN)}")
         self.id2label, self.label2id = label_maps(self.id2label, self.label2id, self.num_labels)
         self.num_labels = len(self.id2label)
+        if self.problem_type not in PROBLEM_TYPES:
+            raise ValueError(f"problem_type={self.problem_type!r} is not one of {PROBLEM_TYPES}")
         if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
             raise ValueError(f"attn_implementation={self.attn_implementation!r} is not one of minibert's: "
                              f"{ATTENTION_IMPLEMENTATIONS} (None picks the faster of the two for each call)")
@@ -185,6 +188,7 @@ class BertConfig:
 
 
 ATTENTION_IMPLEMENTATIONS = (None, "eager", "sdpa")
+PROBLEM_TYPES = (None, "regression", "single_label_classification", "multi_label_classification")
 
 
 def label_maps(id2label, label2id, num_labels):

@@ -291,18 +291,33 @@ class BertForSequenceClassification(BertPreTrainedModel):
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                         positions=cls, return_dict=True)  # the head reads only [CLS]: so does the last layer
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
-        loss = None
-        if labels is not None and self.config.num_labels == 1:  # one output: regression
-            loss = F.mse_loss(logits.squeeze(-1), labels.float())
-        elif labels is not None:
-            if labels.dim() == 2 and len(labels) == len(logits):
-                raise ValueError(f"labels of shape {tuple(labels.shape)}, one column per class, are multi-label "
-                                 "targets; this classifier does single-label classification (labels of shape "
-                                 "(batch,), one class id per text) or regression (num_labels=1)")
-            check_labels("labels", labels, logits.shape[:1], self.config.num_labels)
-            loss = token_loss(logits, labels)
+        loss = classification_loss(logits, labels, self.config) if labels is not None else None
         return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,
                                         attentions=out.attentions), return_dict)
+
+
+def classification_loss(logits, labels, config):
+    """The loss of (B, num_labels) logits for config.problem_type, or, when that is None, for the problem
+    transformers infers: one output is regression (mean squared error), whole-number labels (B,) are one
+    class per text (cross-entropy), float labels (B, num_labels) mark every class that applies
+    (multi-label: a sigmoid and binary cross-entropy per class)."""
+    problem = config.problem_type or ("regression" if config.num_labels == 1 else "multi_label_classification"
+                                      if labels.is_floating_point() else "single_label_classification")
+    if problem == "regression":
+        if config.num_labels == 1:
+            return F.mse_loss(logits.squeeze(-1), labels.reshape(len(logits)).to(logits.dtype))
+        return F.mse_loss(logits, labels.to(logits.dtype))
+    if problem == "multi_label_classification":
+        if labels.shape != logits.shape:
+            raise ValueError(f"multi-label labels must be (batch, num_labels) = {tuple(logits.shape)}, a 1 for every "
+                             f"class that applies; got {tuple(labels.shape)}")
+        return F.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+    if labels.dim() == 2 and labels.shape == logits.shape:
+        raise ValueError(f"labels of shape {tuple(labels.shape)}, one column per class, are multi-label targets: "
+                         "give them as floats (labels.float()), or set config.problem_type="
+                         "'multi_label_classification'; single-label classification takes one class id per text")
+    check_labels("labels", labels, logits.shape[:1], config.num_labels)
+    return token_loss(logits, labels)
 
 
 class BertForCausalLM(BertPreTrainedModel):
@@ -324,10 +339,17 @@ class BertForCausalLM(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None, labels=None,
                 past_key_values=None, use_cache=None, output_attentions=None, output_hidden_states=None,
-                return_dict=None):
+                return_dict=None, shift_labels=None):
+        """labels = input_ids: the model shifts them, and position t is scored on token t+1. shift_labels,
+        as in transformers, is a (B, T) tensor of labels already shifted (position t scored on
+        shift_labels[:, t]) used instead; not to be confused with the True/False switch of get_loss."""
         output_attentions, output_hidden_states, return_dict = self.config.output_switches(
             output_attentions, output_hidden_states, return_dict)  # the config's, unless given
-        if labels is not None:
+        if shift_labels is not None:
+            shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
+            check_labels("shift_labels", shift_labels, shape, self.config.vocab_size)
+            use_cache = False
+        elif labels is not None:
             shape = input_ids.shape if input_ids is not None else inputs_embeds.shape[:2]
             check_labels("labels", labels, shape, self.config.vocab_size)
             if labels.shape[1] < 2:
@@ -342,7 +364,11 @@ class BertForCausalLM(BertPreTrainedModel):
                         encoder_hidden_states, encoder_attention_mask, past_key_values, use_cache,
                         output_attentions, output_hidden_states, return_dict=True)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
-        loss = token_loss(logits, labels, shift=True) if labels is not None else None
+        loss = None
+        if shift_labels is not None:
+            loss = token_loss(logits, shift_labels)  # already shifted: position t against shift_labels[:, t]
+        elif labels is not None:
+            loss = token_loss(logits, labels, shift=True)
         return model_output(ModelOutput(loss=loss, logits=logits, past_key_values=out.past_key_values,
                                         hidden_states=out.hidden_states, attentions=out.attentions,
                                         cross_attentions=out.cross_attentions), return_dict)

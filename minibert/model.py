@@ -4,7 +4,7 @@ Embeddings -> N x BertLayer (attention, add & norm, feed-forward, add & norm) ->
 The same blocks run as a decoder (causal self-attention, optional cross-attention, a key/value
 cache) for BertForCausalLM. Task heads live in heads.py; checkpoint files in hub.py.
 
-Left out on purpose: TensorFlow loading, head pruning, gradient checkpointing.
+Left out on purpose: TensorFlow loading, head pruning.
 """
 
 import dataclasses
@@ -15,6 +15,7 @@ from functools import partial
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
@@ -258,12 +259,15 @@ class BertEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+        self.checkpoint_every = 0  # n: recompute every n-th layer's activations backward (activation_checkpointing_enable)
 
     def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
                 past_key_values=None, output_attentions=False, positions=None):
         hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
         for i, layer in enumerate(self.layer):
             last = i == len(self.layer) - 1
+            if self.training and self.checkpoint_every and i % self.checkpoint_every == 0:  # recomputed backward
+                layer = partial(torch.utils.checkpoint.checkpoint, layer, use_reentrant=False)
             x, att, cross_att, kv = layer(
                 x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
                 encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,

@@ -524,3 +524,68 @@ def test_attn_implementation_chooses_the_path_and_keeps_the_numbers(tmp_path, im
     assert bool(fused) == (implementation == "eager")
     with pytest.raises(ValueError, match="attn_implementation='flash_attention_2' is not one of minibert's"):
         minibert.BertModel.from_pretrained(tmp_path, attn_implementation="flash_attention_2")
+
+
+@pytest.mark.parametrize("num_labels, labels, problem_type", [
+    (1, torch.tensor([0.5, -1.0, 2.0]), None),  # regression, inferred from one output
+    (3, torch.tensor([2, 0, 1]), None),  # single label, inferred from whole numbers
+    (3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]), None),  # multi-label, from floats
+    (3, torch.tensor([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 0.0]]), "multi_label_classification"),
+    (2, torch.tensor([[0.3, 0.1], [1.0, 2.0], [0.0, -1.0]]), "regression"),  # several outputs regressed
+], ids=["regression", "single_label", "multi_label_inferred", "multi_label_said", "regression_2_outputs"])
+def test_classification_losses_for_each_problem_type_match_transformers(tmp_path, num_labels, labels, problem_type):
+    config = dict(CONFIGS["gelu"], num_labels=num_labels, problem_type=problem_type)
+    theirs = randomize(transformers.BertForSequenceClassification(transformers.BertConfig(**config)), seed=8).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = minibert.BertForSequenceClassification.from_pretrained(tmp_path).eval()
+    inputs = {k: make_batch(config)[k] for k in INPUTS}
+    with torch.no_grad():
+        torch.testing.assert_close(ours(**inputs, labels=labels).loss, theirs(**inputs, labels=labels).loss,
+                                   atol=1e-5, rtol=1e-5)
+
+
+def test_shift_labels_given_already_shifted_act_as_in_transformers(tmp_path):
+    config = dict(CONFIGS["gelu"], is_decoder=True)
+    theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**config)), seed=9).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = minibert.BertForCausalLM.from_pretrained(tmp_path).eval()
+    ids = make_batch(config)["input_ids"]
+    shifted = torch.cat([ids[:, 1:], torch.full((len(ids), 1), -100)], dim=1)  # position t learns token t+1
+    ahead = torch.cat([ids[:, 2:], torch.full((len(ids), 2), -100)], dim=1)  # another target: two ahead
+    with torch.no_grad():
+        plain = ours(input_ids=ids, labels=ids).loss
+        torch.testing.assert_close(ours(input_ids=ids, labels=ids, shift_labels=shifted).loss, plain)
+        for targets in (shifted, ahead):
+            torch.testing.assert_close(ours(input_ids=ids, labels=ids, shift_labels=targets).loss,
+                                       theirs(input_ids=ids, labels=ids, shift_labels=targets).loss, atol=1e-5, rtol=1e-5)
+        assert not torch.isclose(ours(input_ids=ids, shift_labels=ahead).loss, plain)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients_and_trainer_can_turn_it_on(tmp_path):
+    torch.manual_seed(0)
+    model = minibert.BertForMaskedLM(minibert.BertConfig(**CONFIGS["gelu"]))
+    batch = make_batch(CONFIGS["gelu"])
+    inputs = dict(**{k: batch[k] for k in INPUTS}, labels=batch["mlm_labels"])
+    grads = {}
+    for on in (False, True):
+        model.activation_checkpointing_enable() if on else model.activation_checkpointing_disable()
+        assert model.is_gradient_checkpointing is on and model.supports_gradient_checkpointing
+        model.zero_grad()
+        torch.manual_seed(1)  # the same dropout masks both times (checkpointing redraws them alike)
+        model(**inputs).loss.backward()
+        grads[on] = [p.grad.clone() for p in model.parameters()]
+    for a, b in zip(grads[False], grads[True]):
+        torch.testing.assert_close(a, b)
+    model.gradient_checkpointing_disable()
+    dataset = [{"input_ids": batch["input_ids"][i], "labels": batch["mlm_labels"][i]} for i in range(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # transformers 5 renames it activation_checkpointing
+        args = transformers.TrainingArguments(output_dir=str(tmp_path), gradient_checkpointing=True, max_steps=2,
+                                              per_device_train_batch_size=3, report_to=[], use_cpu=True,
+                                              save_strategy="no", disable_tqdm=True)
+    transformers.Trainer(model=model, args=args, train_dataset=dataset).train()
+    assert model.is_gradient_checkpointing
+    with pytest.raises(ValueError, match="use_reentrant=False only"):
+        model.gradient_checkpointing_enable({"use_reentrant": True})  # transformers' older name
+    model.gradient_checkpointing_disable()
+    assert not model.is_gradient_checkpointing

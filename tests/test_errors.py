@@ -91,5 +91,6 @@ def test_multi_label_targets_are_named_as_such():
     model = minibert.BertForSequenceClassification(minibert.BertConfig(vocab_size=30, hidden_size=8, num_labels=3,
                                                                        num_hidden_layers=1, num_attention_heads=2,
                                                                        intermediate_size=16))
-    with pytest.raises(ValueError, match=r"multi-label targets; this classifier does single-label"):
+    with pytest.raises(ValueError, match=r"multi-label targets: give them as floats \(labels.float\(\)\), or set "
+                                         r"config.problem_type='multi_label_classification'"):
         model(torch.randint(5, 30, (2, 6)), labels=torch.tensor([[1, 0, 1], [0, 1, 0]]))
