@@ -16,6 +16,7 @@ from .labels import IGNORE_INDEX
 # The arguments that hold ids, masks or labels: a forward also takes them as a list or a numpy array.
 ID_ARGUMENTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "labels", "next_sentence_label",
                 "encoder_attention_mask")
+DEFAULT_NEW_TOKENS = 20  # what generate adds when told neither max_new_tokens nor max_length, as transformers
 
 
 def as_tensor(name, value, device=None):
@@ -126,7 +127,7 @@ def check_generation(input_ids, attention_mask, max_new_tokens, max_length, num_
                              "max_length counts the prompt too: use max_new_tokens for the tokens to add")
         max_new_tokens = max_length - input_ids.shape[1]
     if max_new_tokens is None:
-        max_new_tokens = 20
+        max_new_tokens = DEFAULT_NEW_TOKENS
     if not isinstance(max_new_tokens, Integral) or max_new_tokens < 0:
         raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
     if not isinstance(num_return_sequences, Integral) or num_return_sequences < 1:

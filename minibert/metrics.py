@@ -119,8 +119,11 @@ def model_inputs(objective, batch, masked_only=True):
     return inputs
 
 
+EVALUATION_SEED = 1234  # the held-out masks and pairs are drawn from this seed: the same for every model
+
+
 @torch.no_grad()
-def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=1234, mlm_probability=0.15):
+def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATION_SEED, mlm_probability=0.15):
     """Held-out metrics. Masks come from a fixed seed, so two evaluations see the same masks."""
     _, pair_task, mlm = check_objective(objective)
     pairs = pair_task is not None
@@ -251,7 +254,7 @@ def pseudo_log_likelihoods(model, tokenizer, sentences, batch_size=256):
         positions = torch.tensor([t for _, _, t in chunk])
         targets = input_ids[torch.arange(len(chunk)), positions].clone()
         input_ids[torch.arange(len(chunk)), positions] = tokenizer.mask_token_id
-        labels = torch.full_like(input_ids, -100)
+        labels = torch.full_like(input_ids, IGNORE_INDEX)
         labels[torch.arange(len(chunk)), positions] = targets
         # masked_only: the vocabulary projection runs at the one masked position of each row, not at all of them
         out = model(input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), return_dict=True,

@@ -296,13 +296,16 @@ def fused_attention(q, k, v, bias, is_causal, dropout_p):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
 
 
+SPELLED_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is spelled out
+
+
 def needs_spelled_out_attention(dropout, q):
     """Training on a CPU, the spelled-out path is the faster one in two cases: with attention dropout
     (the fused kernel draws its dropout mask slowly there), and in bf16 with up to 256 positions, where
     the fused kernel's backward pass is the slower one (benchmarks/attention.py times both)."""
     if not (dropout.training and q.device.type == "cpu"):
         return False
-    return dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= 256)
+    return dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= SPELLED_OUT_MAX_POSITIONS)
 
 
 class BertPooler(nn.Module):

@@ -36,6 +36,18 @@ STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
 SCHEDULES = ("linear", "cosine", "wsd")
 
 
+# Seeds: every random stream of a run derives from args.seed, each in its own range so that none repeats
+# another: the masks of process `rank` (COLLATOR_SEEDS apart), the order of the examples in each epoch, and
+# the sentence pairs (offset 0: the first epoch's, 1: the held-out ones, REDRAWN_PAIRS + e: epoch e's).
+COLLATOR_SEEDS = 1000  # seed * COLLATOR_SEEDS + rank: one mask stream per process
+ORDER_SEED = 7919  # seed * ORDER_SEED + epoch: the shuffle of each epoch, far from the other streams
+HELDOUT_PAIRS, REDRAWN_PAIRS = 1, 1000  # seed offsets of the held-out pairs and of each epoch's new pairs
+EVALUATIONS = 5  # without eval_every, a run is evaluated at each fifth of its budget
+LOSS_SMOOTHING = 0.95  # the progress bar shows an exponential moving average of the loss
+BASE_LR, BASE_LR_WIDTH = 1e-3, 256  # the default peak learning rate, scaled down for models wider than this
+MIN_POSITIONS = 512  # the position table covers at least BERT's 512 tokens, whatever max_length is
+
+
 @dataclass
 class TrainArgs:
     objective: str = "mlm"  # clm | mlm | nsp | sop | mlm+nsp | mlm+sop
@@ -126,7 +138,7 @@ WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
 def default_lr(config):
     """1e-3 for the tiny and mini presets (the best of 5e-4, 1e-3 and 2e-3 for mini in
     docs/experiments.md); wider models need smaller steps."""
-    return 1e-3 * min(1.0, 256 / config.hidden_size)
+    return BASE_LR * min(1.0, BASE_LR_WIDTH / config.hidden_size)
 
 
 def build_examples(args, documents, tokenizer, seed_offset=0):
@@ -213,7 +225,7 @@ class Trainer:
                                             {"params": no_decay, "weight_decay": 0.0}], lr=args.lr,
                                            betas=(0.9, args.beta2))
         self.collator = make_collator(args.objective, tokenizer, args.mlm_probability,
-                                      seed=args.seed * 1000 + self.rank, mask_replace_prob=args.mask_replace_prob,
+                                      seed=args.seed * COLLATOR_SEEDS + self.rank, mask_replace_prob=args.mask_replace_prob,
                                       random_replace_prob=args.random_replace_prob)
         self.baselines = baselines(args.objective, train_examples, self.heldout_examples, tokenizer)
         self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
@@ -236,7 +248,7 @@ class Trainer:
 
     def order(self, epoch):
         if epoch not in self.orders:
-            g = torch.Generator().manual_seed(self.args.seed * 7919 + epoch)
+            g = torch.Generator().manual_seed(self.args.seed * ORDER_SEED + epoch)
             self.orders = {epoch: torch.randperm(len(self.epoch_examples(epoch)), generator=g).tolist()}
         return self.orders[epoch]
 
@@ -301,12 +313,12 @@ class Trainer:
                 if getattr(out, part, None) is not None:
                     row[part] = getattr(out, part).item()
             self.history.append(row)
-            running = row["loss"] if running is None else 0.95 * running + 0.05 * row["loss"]
+            running = row["loss"] if running is None else LOSS_SMOOTHING * running + (1 - LOSS_SMOOTHING) * row["loss"]
             bar.update(1)
             bar.set_postfix(loss=f"{running:.3f}", lr=f"{lr:.1e}")
             if callback is not None:
                 callback(self)
-            if (self.step % args.eval_every == 0 if args.eval_every else p >= (len(self.evals) + 1) / 5):
+            if (self.step % args.eval_every == 0 if args.eval_every else p >= (len(self.evals) + 1) / EVALUATIONS):
                 self.evaluate()  # every eval_every steps, or at each fifth of the budget (steps or time)
             if self.out and self.save_every and self.step % self.save_every == 0:
                 self.save(self.out)
@@ -405,14 +417,14 @@ def prepare_data(args, corpus, tokenizer, fresh=False):
         check_objective(args.objective).pair_task))  # before a tokenizer is trained on them
     train_docs, heldout_docs = split_corpus(documents, args.heldout, seed=args.seed)
     tokenizer = tokenizer or train_tokenizer(train_docs, args.vocab_size)
-    data = tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
+    data = tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, HELDOUT_PAIRS)
     if not fresh:
         return data
     if not check_objective(args.objective).pair_task:
         return (*data, None)
 
-    def redraw(epoch):  # seed offsets 0 and 1 are the first epoch's and the held-out examples'
-        return build_examples(args, train_docs, tokenizer, seed_offset=1000 + epoch)
+    def redraw(epoch):
+        return build_examples(args, train_docs, tokenizer, seed_offset=REDRAWN_PAIRS + epoch)
     return (*data, redraw)
 
 
@@ -464,7 +476,7 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
         dropout = {} if args.dropout is None else dict(hidden_dropout_prob=args.dropout,
                                                         attention_probs_dropout_prob=args.dropout)
         config = config or BertConfig.preset(args.preset, vocab_size=len(tokenizer),
-                                             max_position_embeddings=max(512, args.max_length), **dropout)
+                                             max_position_embeddings=max(MIN_POSITIONS, args.max_length), **dropout)
         model = cls(config)
         if args.prior_init and hasattr(model.cls, "predictions"):
             init_prior(model, args.objective, train_examples, tokenizer)
