@@ -22,8 +22,8 @@ def as_minibert_config(config):
 
 
 class TransformersHabits:
-    """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder (the
-    model itself, or its `bert`); the output table is the masked-LM decoder (`cls.predictions.decoder`),
+    """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder
+    (`base_model`: the model's `bert`, or the model itself); the output table is the masked-LM decoder (`cls.predictions.decoder`),
     tied to the input table as in BERT, or None for a model without one."""
     main_input_name = "input_ids"  # what Trainer and pipelines feed first
     base_model_prefix = "bert"  # the encoder's attribute, and the prefix of its weights' names
@@ -60,8 +60,13 @@ class TransformersHabits:
     def is_gradient_checkpointing(self):
         return self.encoder_stack().checkpoint_every > 0
 
+    @property
+    def base_model(self):
+        """The encoder (BertModel): the model's `bert`, or the model itself when it is the encoder."""
+        return getattr(self, self.base_model_prefix, self)
+
     def encoder_stack(self):
-        return (self.bert if hasattr(self, "bert") else self).encoder
+        return self.base_model.encoder
 
     def set_attn_implementation(self, name):
         """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call."""
@@ -78,10 +83,10 @@ class TransformersHabits:
         return callable(getattr(cls, "generate", None))
 
     def get_input_embeddings(self):
-        return (self.bert if hasattr(self, "bert") else self).embeddings.word_embeddings
+        return self.base_model.embeddings.word_embeddings
 
     def set_input_embeddings(self, value):
-        (self.bert if hasattr(self, "bert") else self).embeddings.word_embeddings = value
+        self.base_model.embeddings.word_embeddings = value
         self.tie_weights()
 
     def get_output_embeddings(self):

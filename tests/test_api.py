@@ -589,3 +589,10 @@ def test_gradient_checkpointing_gives_the_same_gradients_and_trainer_can_turn_it
         model.gradient_checkpointing_enable({"use_reentrant": True})  # transformers' older name
     model.gradient_checkpointing_disable()
     assert not model.is_gradient_checkpointing
+
+
+@pytest.mark.parametrize("ours_cls", list(PAIRS), ids=lambda c: c.__name__)
+def test_base_model_is_the_encoder_as_in_transformers(ours_cls):
+    config = minibert.BertConfig(**CONFIGS["gelu"])
+    ours, theirs = ours_cls(config), PAIRS[ours_cls](transformers.BertConfig(**CONFIGS["gelu"]))
+    assert type(ours.base_model).__name__ == type(theirs.base_model).__name__ == "BertModel"
