@@ -23,8 +23,8 @@ def as_minibert_config(config):
 
 class TransformersHabits:
     """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder
-    (`base_model`: the model's `bert`, or the model itself); the output table is the masked-LM decoder (`cls.predictions.decoder`),
-    tied to the input table as in BERT, or None for a model without one."""
+    (`base_model`: the model's `bert`, or the model itself); the output table is the masked-LM decoder
+    (`cls.predictions.decoder`), tied to the input table as in BERT, or None for a model without one."""
     main_input_name = "input_ids"  # what Trainer and pipelines feed first
     base_model_prefix = "bert"  # the encoder's attribute, and the prefix of its weights' names
     _supports_sdpa = True  # attention through torch's scaled_dot_product_attention (and a spelled-out path)
