@@ -283,6 +283,13 @@ def sentences_of(text):
     return [s for s in split_sentences(re.sub(r"\s+", " ", text).strip()) if clean_sentence(s)]
 
 
+def in_parts(sentences, size, title, documents, titles):
+    """Append the sentences to documents as parts of `size` sentences, titled "TITLE, part N"."""
+    for start in range(0, len(sentences), size):
+        documents.append(sentences[start:start + size])
+        titles.append(f"{title}, part {start // size + 1}")
+
+
 def read_gutenberg():
     folder = os.path.join(npm_package("gutenberg"), "gutenberg")
     documents, titles = [], []
@@ -295,9 +302,7 @@ def read_gutenberg():
             if not paragraph or paragraph.startswith("[") or paragraph.isupper():  # title line, VOLUME I, CHAPTER I
                 continue
             sentences += sentences_of(paragraph)
-        for start in range(0, len(sentences), SENTENCES_PER_CHUNK):
-            documents.append(sentences[start:start + SENTENCES_PER_CHUNK])
-            titles.append(f"{book}, part {start // SENTENCES_PER_CHUNK + 1}")
+        in_parts(sentences, SENTENCES_PER_CHUNK, book, documents, titles)
     return documents, titles
 
 
@@ -315,10 +320,8 @@ def read_wordnet():
                         by_file.setdefault(lex_file, []).append(example.strip())
     documents, titles = [], []
     for lex_file in sorted(by_file):
-        examples = by_file[lex_file]
-        for start in range(0, len(examples), EXAMPLES_PER_DOCUMENT):
-            documents.append(examples[start:start + EXAMPLES_PER_DOCUMENT])
-            titles.append(f"WordNet examples, lexicographer file {lex_file}, part {start // EXAMPLES_PER_DOCUMENT + 1}")
+        in_parts(by_file[lex_file], EXAMPLES_PER_DOCUMENT, f"WordNet examples, lexicographer file {lex_file}",
+                 documents, titles)
     return documents, titles
 
 
