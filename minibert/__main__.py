@@ -116,7 +116,7 @@ def cmd_generate(a):
               "show what it learned about the next token without being taught it (little)", file=sys.stderr)
     enc = encode_text(tokenizer, a.prompt, drop_final_sep=True)
     out = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=a.max_new_tokens,
-                         do_sample=a.sample, temperature=a.temperature,
+                         do_sample=a.sample, temperature=a.temperature, num_beams=a.num_beams,
                          top_k=a.top_k, top_p=a.top_p, eos_token_id=tokenizer.sep_token_id,
                          generator=torch.Generator().manual_seed(a.seed))
     print(tokenizer.decode(out[0], skip_special_tokens=True))
@@ -203,8 +203,9 @@ def parser():
     p.add_argument("--max-new-tokens", type=int, default=30)
     p.add_argument("--sample", action="store_true", help="sample instead of greedy decoding")
     p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--top-k", type=int)
+    p.add_argument("--top-k", type=int, help="sample among the k likeliest tokens (default 50; 0: all)")
     p.add_argument("--top-p", type=float)
+    p.add_argument("--num-beams", type=int, default=1, help="beam search with this many beams")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=cmd_generate)
     p = sub.add_parser("next-sentence", help="does B follow A?")

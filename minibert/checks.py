@@ -1,8 +1,8 @@
 """Input checks shared by the models: the mistakes users make become a sentence that names the argument
 and says what to do, instead of an error from deep inside torch.
 
-model.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels) and the
-settings of generate (check_generation).
+model.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels); generation.py
+checks its settings with check_sampling.
 """
 
 import math
@@ -101,38 +101,7 @@ def check_sampling(temperature, top_k, top_p):
     if not (isinstance(temperature, Real) and math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature}; use do_sample=False for "
                          "greedy decoding")
-    if top_k is not None and (not isinstance(top_k, Integral) or top_k <= 0):
-        raise ValueError(f"top_k must be a positive integer, got {top_k!r}; use top_k=None to keep every token")
+    if top_k is not None and (not isinstance(top_k, Integral) or top_k < 0):
+        raise ValueError(f"top_k must be a whole number >= 0, got {top_k!r}; top_k=0 keeps every token")
     if top_p is not None and not (isinstance(top_p, Real) and 0 < top_p <= 1):
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-
-
-def check_generation(input_ids, attention_mask, max_new_tokens, max_length, num_return_sequences, do_sample):
-    """The settings of generate; returns the number of tokens to add."""
-    if input_ids.dim() != 2 or 0 in input_ids.shape:
-        raise ValueError(f"input_ids must have shape (batch, seq_len) with at least one token, got "
-                         f"{tuple(input_ids.shape)}; for one prompt use input_ids[None]")
-    if attention_mask is not None:
-        if attention_mask.shape != input_ids.shape:
-            raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)} but input_ids has shape "
-                             f"{tuple(input_ids.shape)}")
-        if not attention_mask[:, -1].all():  # new tokens would follow the padding
-            raise ValueError("attention_mask shows padding at the end of a prompt: generate appends after the "
-                             "last column, so pad the prompts on the left (tokenizer.padding_side = 'left')")
-    if max_new_tokens is not None and max_length is not None:
-        raise ValueError("pass max_new_tokens (tokens to add) or max_length (prompt + new tokens), not both")
-    if max_length is not None:
-        if max_length < input_ids.shape[1]:
-            raise ValueError(f"max_length={max_length} is shorter than the prompt ({input_ids.shape[1]} tokens); "
-                             "max_length counts the prompt too: use max_new_tokens for the tokens to add")
-        max_new_tokens = max_length - input_ids.shape[1]
-    if max_new_tokens is None:
-        max_new_tokens = DEFAULT_NEW_TOKENS
-    if not isinstance(max_new_tokens, Integral) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an integer >= 0, got {max_new_tokens!r}")
-    if not isinstance(num_return_sequences, Integral) or num_return_sequences < 1:
-        raise ValueError(f"num_return_sequences must be an integer >= 1, got {num_return_sequences!r}")
-    if num_return_sequences > 1 and not do_sample:
-        raise ValueError(f"num_return_sequences={num_return_sequences} with greedy decoding gives the same "
-                         "sequence each time; pass do_sample=True to draw different ones")
-    return max_new_tokens

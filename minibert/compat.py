@@ -82,6 +82,22 @@ class TransformersHabits:
         """Whether the model has a generate method: the causal LM does."""
         return callable(getattr(cls, "generate", None))
 
+    @property
+    def generation_config(self):
+        """generate's default settings, a transformers GenerationConfig made from the model's config;
+        saved as generation_config.json beside the weights and read back by from_pretrained. None for a
+        model that cannot generate, as in transformers."""
+        if not self.can_generate():
+            return None
+        if getattr(self, "_generation_config", None) is None:
+            from .generation import default_generation_config
+            self._generation_config = default_generation_config(self.config)
+        return self._generation_config
+
+    @generation_config.setter
+    def generation_config(self, value):
+        self._generation_config = value
+
     def get_input_embeddings(self):
         return self.base_model.embeddings.word_embeddings
 

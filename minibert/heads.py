@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import IGNORE_INDEX, as_tensor, check_generation, check_labels, check_sampling
+from .checks import IGNORE_INDEX, as_tensor, check_labels
 from . import fast
 from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
 from .labels import check_causal_labels, shift_labels
@@ -434,74 +434,20 @@ class BertForCausalLM(BertPreTrainedModel):
         return self.predict_next_token_id(**encode_text(tokenizer, text_a, text_b, self.device,
                                                         drop_final_sep=True))
 
-    @torch.no_grad()
-    def generate(self, input_ids, max_new_tokens=None, do_sample=False, temperature=1.0, top_k=None, top_p=None,
-                 eos_token_id=None, use_cache=True, generator=None, encoder_hidden_states=None,
-                 encoder_attention_mask=None, attention_mask=None, num_return_sequences=1, pad_token_id=None,
-                 max_length=None):
-        """Append max_new_tokens tokens (20 by default; or up to max_length tokens, prompt included) to
-        each prompt. Greedy by default; do_sample draws from the softmax with temperature, top_k and
-        top_p, num_return_sequences times per prompt (the copies of a prompt come one after the other).
-
-        Prompts of different lengths go in padded on the left with their attention_mask (0 on padding),
-        so the new tokens follow each prompt directly; positions count from each prompt's first real
-        token, as in transformers. After a row produces eos_token_id it is filled with pad_token_id
-        (config.pad_token_id by default), as in transformers."""
-        input_ids = as_tensor("input_ids", input_ids, self.device)
-        mask = as_tensor("attention_mask", attention_mask, self.device)
-        max_new_tokens = check_generation(input_ids, mask, max_new_tokens, max_length, num_return_sequences,
-                                          do_sample)
-        if do_sample:
-            check_sampling(temperature, top_k, top_p)
-        total = input_ids.shape[1] + max_new_tokens
-        if total > self.config.max_position_embeddings:
-            raise ValueError(f"prompt + max_new_tokens = {total} tokens, more than max_position_embeddings="
-                             f"{self.config.max_position_embeddings}")
-        pad_token_id = self.config.pad_token_id if pad_token_id is None else pad_token_id
-        if num_return_sequences > 1:  # each prompt, and what goes with it, num_return_sequences times
-            input_ids, mask, encoder_hidden_states, encoder_attention_mask = (
-                None if x is None else x.repeat_interleave(num_return_sequences, dim=0)
-                for x in (input_ids, mask, encoder_hidden_states, encoder_attention_mask))
-        ids, past = input_ids, None
-        done = torch.zeros(len(ids), dtype=torch.bool, device=ids.device)
-        for _ in range(max_new_tokens):
-            step = ids if past is None else ids[:, -1:]  # the cache holds the earlier tokens: feed the newest
-            position_ids = None if mask is None else positions_from_mask(mask)[:, -step.shape[1]:]
-            out = self(step, attention_mask=mask, position_ids=position_ids, past_key_values=past, return_dict=True,
-                       use_cache=use_cache, encoder_hidden_states=encoder_hidden_states,
-                       encoder_attention_mask=encoder_attention_mask)
-            past = out.past_key_values if use_cache else None
-            logits = out.logits[:, -1]  # (B, V)
-            if do_sample:
-                next_id = sample_next_token(logits, temperature, top_k, top_p, generator)
-            else:
-                next_id = logits.argmax(-1)
-            if eos_token_id is not None:
-                next_id = next_id.masked_fill(done, pad_token_id)
-                done |= next_id == eos_token_id
-            ids = torch.cat([ids, next_id[:, None]], dim=1)
-            if mask is not None:  # the new token is a real one
-                mask = torch.cat([mask, mask.new_ones(len(mask), 1)], dim=1)
-            if done.all():
-                break
-        return ids
-
-
-def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    """Draw one token per row of (B, V) logits. temperature < 1 sharpens, > 1 flattens; top_k keeps
-    the k most likely tokens; top_p keeps the smallest set whose probability reaches p."""
-    check_sampling(temperature, top_k, top_p)
-    logits = logits / temperature
-    if top_k is not None:
-        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (B, 1)
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p is not None and top_p < 1:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        probs = sorted_logits.softmax(-1)
-        outside = probs.cumsum(-1) - probs >= top_p  # tokens after the nucleus already reached top_p
-        logits = logits.scatter(-1, order, sorted_logits.masked_fill(outside, float("-inf")))
-    return torch.multinomial(logits.softmax(-1), 1, generator=generator).squeeze(-1)
+    def generate(self, inputs=None, generation_config=None, **kwargs):
+        """Continue each prompt, as transformers' generate does: greedy by default, sampled with
+        do_sample=True (temperature, top_k, top_p), or by beam search with num_beams=k (length_penalty,
+        early_stopping); max_new_tokens (20 by default) or max_length (prompt included), min_new_tokens,
+        repetition_penalty, bad_words_ids, num_return_sequences (the copies of a prompt come one after
+        the other), eos_token_id / pad_token_id, return_dict_in_generate with output_scores and the
+        other output_* switches, and a GenerationConfig (default: self.generation_config). The prompt
+        is input_ids, or inputs_embeds (then the output holds only the new tokens). Prompts of different
+        lengths go in padded on the left with their attention_mask; positions count from each prompt's
+        first real token. generator= (a torch.Generator) makes sampling repeatable without touching
+        torch's global seed. The decoding itself is in generation.py."""
+        from .generation import generate
+        return generate(self, inputs, generation_config, **kwargs)
 
 
 __all__ = ["BertForMaskedLM", "BertForNextSentencePrediction", "BertForPreTraining",
-           "BertForSequenceClassification", "BertForCausalLM", "sample_next_token"]
+           "BertForSequenceClassification", "BertForCausalLM"]

@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from .config import BertConfig
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+GENERATION_FILE = "generation_config.json"  # generate's default settings, beside the weights of a causal LM
 BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # old checkpoints store these
 
 
@@ -131,6 +132,8 @@ def write_weights(model, folder):
     state = {k: v.detach().contiguous().cpu() for k, v in state.items()}
     save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
     model.config.save(folder, model.hf_architecture)
+    if model.can_generate():  # generate's default settings, as transformers saves them
+        model.generation_config.save_pretrained(folder)
 
 
 def save_pretrained(model, path):
@@ -269,11 +272,22 @@ def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_i
                       "Train the model before trusting its outputs.", stacklevel=3)
     model.loading_info = {"missing_keys": missing, "unexpected_keys": unexpected, "mismatched_keys": mismatched,
                           "error_msgs": []}
+    if model.can_generate() and os.path.isfile(os.path.join(path, GENERATION_FILE)):
+        model.generation_config = read_generation_config(path)
     dtype = weights_dtype(dtype if dtype is not None else torch_dtype, model.config)
     if dtype is not None:
         model.to(dtype)
     model.eval()
     return (model, model.loading_info) if output_loading_info else model
+
+
+def read_generation_config(path):
+    """The GenerationConfig saved beside a checkpoint's weights (generation_config.json)."""
+    from transformers import GenerationConfig
+    try:
+        return GenerationConfig.from_pretrained(path)
+    except (OSError, ValueError) as e:  # a file cut short or edited by hand
+        raise damaged(os.path.join(path, GENERATION_FILE), f"{type(e).__name__}: {str(e)[:300]}") from e
 
 
 def weights_dtype(dtype, config):

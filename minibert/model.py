@@ -10,7 +10,6 @@ Left out on purpose: TensorFlow loading, head pruning.
 import dataclasses
 import inspect
 import math
-from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -20,6 +19,7 @@ from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
 from .compat import TransformersHabits, as_minibert_config
+from .outputs import ModelOutput, model_output  # noqa: F401 (heads.py imports them here)
 
 ACT2FN = {
     "gelu": F.gelu,  # the exact erf form, as in the original BERT
@@ -29,63 +29,6 @@ ACT2FN = {
     "silu": F.silu,
     "swish": F.silu,
 }
-
-
-@dataclass
-class ModelOutput:
-    """What every model returns; a field a model does not produce stays None.
-
-    It reads as transformers' outputs do, which are ordered dicts: a field by name (out.loss,
-    out["loss"]) or by position among the fields that are set, in the order below (out[0], out[1:],
-    loss, logits = out.to_tuple()); iterating gives the names of those fields, as a dict's keys do.
-    A forward called with return_dict=False returns the tuple itself.
-    """
-    loss: torch.Tensor | None = None
-    logits: torch.Tensor | None = None
-    prediction_logits: torch.Tensor | None = None  # BertForPreTraining: MLM logits
-    seq_relationship_logits: torch.Tensor | None = None  # BertForPreTraining: NSP logits
-    last_hidden_state: torch.Tensor | None = None
-    pooler_output: torch.Tensor | None = None
-    past_key_values: tuple | None = None
-    hidden_states: tuple | None = None
-    attentions: tuple | None = None
-    cross_attentions: tuple | None = None
-    # minibert's own fields come last, so that positions agree with transformers' outputs
-    mlm_loss: torch.Tensor | None = None  # BertForPreTraining: the two parts of loss
-    nsp_loss: torch.Tensor | None = None
-    masked_logits: torch.Tensor | None = None  # masked_only=True: (N, V), one row per labelled position...
-    masked_positions: torch.Tensor | None = None  # ...where this (B, T) boolean mask is True, in reading order
-
-    def keys(self):
-        """The names of the fields that are set, in order."""
-        return [f.name for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
-
-    def items(self):
-        return [(k, getattr(self, k)) for k in self.keys()]
-
-    def to_tuple(self):
-        return tuple(getattr(self, k) for k in self.keys())
-
-    def __getitem__(self, key):  # out["logits"] by name, out[0] or out[1:] by position
-        if isinstance(key, str):
-            if key not in {f.name for f in dataclasses.fields(self)}:
-                raise KeyError(f"ModelOutput has no field {key!r}; the fields set here are {self.keys()}")
-            return getattr(self, key)
-        return self.to_tuple()[key]
-
-    def __iter__(self):  # the names, as iterating a dict (or transformers' output) gives its keys
-        return iter(self.keys())
-
-    def __len__(self):
-        return len(self.keys())
-
-    def __contains__(self, key):  # "loss" in out
-        return key in self.keys()
-
-
-def model_output(out, return_dict):
-    """transformers' convention: return_dict=False returns a tuple (ModelOutput.to_tuple), else the ModelOutput."""
-    return out.to_tuple() if return_dict is False else out
 
 
 class Dropout(nn.Dropout):

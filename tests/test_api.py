@@ -171,6 +171,7 @@ def test_generate_takes_max_length_pad_token_id_and_num_return_sequences(causal_
     ours, _ = causal_pair
     _, ids, mask = left_padded_batch()
     assert torch.equal(ours.generate(ids, max_length=9), ours.generate(ids, max_new_tokens=3))
+    assert ours.generate(ids, max_new_tokens=2, max_length=9).shape[1] == 8  # max_new_tokens wins, as in transformers
     free = ours.generate(ids[:1], max_new_tokens=8)
     eos = int(free[0, 8])  # the third new token: the row ends there and is then padded
     ended = ours.generate(ids[:1], max_new_tokens=8, eos_token_id=eos, pad_token_id=1)
@@ -184,23 +185,27 @@ def test_generate_takes_max_length_pad_token_id_and_num_return_sequences(causal_
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    (dict(max_new_tokens=-1), "max_new_tokens must be an integer >= 0, got -1"),
-    (dict(max_new_tokens=3, max_length=9), "not both"),
+    (dict(max_new_tokens=-1), "max_new_tokens"),
     (dict(max_length=4), "max_length=4 is shorter than the prompt"),
-    (dict(do_sample=True, top_k=0), "top_k must be a positive integer, got 0"),
-    (dict(do_sample=True, top_k=-2), "top_k must be a positive integer, got -2"),
+    (dict(do_sample=True, top_k=-2), "top_k must be a whole number >= 0, got -2"),
     (dict(do_sample=True, temperature=0), "temperature must be a finite number > 0"),
-    (dict(num_return_sequences=2), "pass do_sample=True"),
+    (dict(num_return_sequences=2), "num_return_sequences"),
     (dict(do_sample=True, num_return_sequences=0), "num_return_sequences must be an integer >= 1"),
+    (dict(num_beams=2, num_return_sequences=3), "num_return_sequences"),
     (dict(attention_mask=torch.tensor([[1, 1, 1, 1, 0, 0]] * 3)), "pad the prompts on the left"),
+    (dict(penalty_alpha=0.6, top_k=4), "does not do penalty_alpha=0.6"),
+    (dict(no_repeat_ngram_size=2), "does not do no_repeat_ngram_size=2"),
+    (dict(assistant_model="a model"), r"does not do assisted decoding \(assistant_model=\)"),
+    (dict(max_new_token=3), "generate got 'max_new_token', which is neither a generation setting nor an input"),
+    (dict(eos_token_id=10_000), "eos_token_id=10000 is outside the vocabulary"),
 ])
 def test_generate_refuses_settings_it_cannot_honour(causal_pair, kwargs, message):
     ours, _ = causal_pair
     _, ids, _ = left_padded_batch()
     with pytest.raises(ValueError, match=message):
         ours.generate(ids, **kwargs)
-    with pytest.raises(ValueError, match="top_k must be a positive integer"):
-        minibert.sample_next_token(torch.zeros(1, 5), top_k=0)
+    with pytest.raises(ValueError, match="top_k must be a whole number >= 0"):
+        minibert.sample_next_token(torch.zeros(1, 5), top_k=-1)
     with pytest.raises(ValueError, match="at least one token"):
         ours.generate(torch.zeros(2, 0, dtype=torch.long))
 

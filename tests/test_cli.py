@@ -48,6 +48,8 @@ def test_fill_mask_generate_and_next_sentence(runs):
     assert out.startswith("[MASK] 1:") and out.count("%") == 3
     out = cli("generate", runs / "clm", "Deep learning is", "--max-new-tokens", 5).stdout
     assert out.startswith("deep learning is")
+    beams = cli("generate", runs / "clm", "Deep learning is", "--max-new-tokens", 5, "--num-beams", 3).stdout
+    assert beams.startswith("deep learning is") and len(beams.split()) >= 4
     out = cli("next-sentence", runs / "mlm+nsp", "It rained.", "The streets were wet.").stdout
     assert "P(B follows A)" in out
 

@@ -1,4 +1,5 @@
-"""Generation: the KV cache changes speed, never tokens; greedy decoding equals transformers'."""
+"""Generation: the KV cache changes speed, never tokens; greedy, sampled and beam-search decoding, their
+settings and their outputs equal transformers' generate on the same weights."""
 
 import warnings
 
@@ -84,11 +85,151 @@ def test_cross_attention_decoder_generation_cached_equals_uncached_and_transform
     assert torch.equal(cached, expected)
 
 
+def same_generation(ours, theirs, inputs=None, seed=None, **kwargs):
+    """generate of both models with the same settings (and the same global seed when sampling)."""
+    outputs = []
+    for model in (theirs, ours):
+        if seed is not None:
+            torch.manual_seed(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            outputs.append(model.generate(inputs, **kwargs))
+    return outputs
+
+
+def an_end_marker(ours, ids):
+    """A token that greedy decoding produces in the first row: as eos_token_id, beams end early."""
+    return int(ours.generate(ids, max_new_tokens=8)[0, ids.shape[1] + 2])
+
+
+@pytest.mark.parametrize("settings", [
+    dict(num_beams=4),
+    dict(num_beams=4, ends=True),
+    dict(num_beams=4, ends=True, num_return_sequences=3, length_penalty=2.0),
+    dict(num_beams=4, ends=True, early_stopping=True),
+    dict(num_beams=3, ends=True, early_stopping="never", length_penalty=0.5),
+    dict(num_beams=3, use_cache=False),
+    dict(num_beams=3, left_padded=True),
+])
+def test_beam_search_finds_the_same_sequences_as_transformers(pair, settings):
+    ours, theirs = pair
+    settings, ids = dict(settings), prompts(seed=3)
+    if settings.pop("ends", False):
+        settings["eos_token_id"] = an_end_marker(ours, ids)
+    if settings.pop("left_padded", False):
+        settings["attention_mask"] = torch.tensor([[0, 0, 1, 1, 1], [1] * 5, [0, 1, 1, 1, 1]])
+    expected, got = same_generation(ours, theirs, ids, max_new_tokens=12, **settings)
+    assert torch.equal(got, expected)
+    greedy = ours.generate(ids, max_new_tokens=12, **{k: v for k, v in settings.items() if k == "attention_mask"})
+    assert not torch.equal(got[:, :greedy.shape[1]], greedy)  # beams choose other tokens than the greedy path
+
+
+def test_beam_search_scores_and_beam_indices_equal_transformers(pair):
+    ours, theirs = pair
+    ids = prompts(seed=4)
+    expected, got = same_generation(ours, theirs, ids, max_new_tokens=6, num_beams=3, num_return_sequences=2,
+                                    eos_token_id=an_end_marker(ours, ids), return_dict_in_generate=True,
+                                    output_scores=True, output_logits=True)
+    assert list(got.keys()) == list(expected.keys())
+    assert torch.equal(got.sequences, expected.sequences)
+    assert torch.allclose(got.sequences_scores, expected.sequences_scores, atol=1e-5)
+    assert torch.equal(got.beam_indices, expected.beam_indices.long())
+    assert len(got.scores) == len(expected.scores)
+    for name in ("scores", "logits"):
+        assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(got[name], expected[name]))
+
+
+def test_greedy_outputs_with_return_dict_in_generate_equal_transformers(pair):
+    ours, theirs = pair
+    ids = prompts(seed=5)
+    expected, got = same_generation(ours, theirs, ids, max_new_tokens=5, return_dict_in_generate=True,
+                                    output_scores=True, output_logits=True, output_attentions=True,
+                                    output_hidden_states=True)
+    assert list(got.keys()) == list(expected.keys())
+    assert torch.equal(got.sequences, expected.sequences)
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(got.scores, expected.scores))
+    assert len(got.attentions) == len(expected.attentions) == 5  # one tuple of layers per step
+    assert all(torch.allclose(a, b, atol=1e-5) for step_a, step_b in zip(got.attentions, expected.attentions)
+               for a, b in zip(step_a, step_b))
+    assert all(torch.allclose(a, b, atol=1e-4) for step_a, step_b in zip(got.hidden_states, expected.hidden_states)
+               for a, b in zip(step_a, step_b))
+
+
+@pytest.mark.parametrize("settings", [
+    dict(repetition_penalty=1.5),
+    dict(repetition_penalty=1.3, num_beams=3),
+    dict(min_new_tokens=6, ends=True),
+    dict(min_new_tokens=6, ends=True, num_beams=2),
+    dict(bad_words=True, remove_invalid_values=True),
+])
+def test_score_processors_change_the_same_tokens_as_transformers(pair, settings):
+    ours, theirs = pair
+    settings, ids = dict(settings), prompts(seed=6)
+    free = ours.generate(ids, max_new_tokens=10, num_beams=settings.get("num_beams", 1))
+    if settings.pop("ends", False):
+        settings["eos_token_id"] = int(free[0, ids.shape[1] + 1])  # the second new token: min_new_tokens delays it
+    if settings.pop("bad_words", False):  # a token of row 0 and a two-token word of row 1, and one never made
+        settings["bad_words_ids"] = [[int(free[0, 6])], free[1, 5:7].tolist(), [7, 8, 9]]
+    expected, got = same_generation(ours, theirs, ids, max_new_tokens=10, **settings)
+    assert torch.equal(got, expected)
+    assert not torch.equal(got[:, :free.shape[1]], free)  # the setting changed something
+
+
+@pytest.mark.parametrize("settings", [
+    dict(),  # transformers' default: the 50 likeliest tokens
+    dict(top_k=0, temperature=1.5),
+    dict(top_k=10, top_p=0.7, temperature=0.7),
+    dict(num_return_sequences=3, top_p=0.9),
+    dict(num_beams=3, ends=True),  # beam sampling
+])
+def test_sampling_draws_the_same_tokens_as_transformers_from_the_same_seed(pair, settings):
+    ours, theirs = pair
+    settings, ids = dict(settings), prompts(seed=7)
+    if settings.pop("ends", False):
+        settings["eos_token_id"] = an_end_marker(ours, ids)
+    expected, got = same_generation(ours, theirs, ids, seed=11, max_new_tokens=10, do_sample=True, **settings)
+    assert torch.equal(got, expected)
+    again = same_generation(ours, theirs, ids, seed=12, max_new_tokens=10, do_sample=True, **settings)[1]
+    assert not torch.equal(got, again)  # another seed, other draws
+
+
+@pytest.mark.parametrize("num_beams", [1, 2])
+def test_generation_from_inputs_embeds_equals_transformers(pair, num_beams):
+    ours, theirs = pair
+    ids = prompts(seed=8)
+    with torch.no_grad():
+        vectors = ours.get_input_embeddings()(ids)
+    expected, got = same_generation(ours, theirs, inputs_embeds=vectors, max_new_tokens=6, num_beams=num_beams)
+    assert got.shape == (3, 6)  # the new tokens only, as in transformers
+    assert torch.equal(got, expected)
+    assert torch.equal(got, ours.generate(ids, max_new_tokens=6, num_beams=num_beams)[:, 5:])
+
+
+def test_generation_config_is_saved_beside_the_weights_and_used_by_both_libraries(pair, tmp_path):
+    ours, _ = pair
+    ids = prompts(seed=9)
+    ours.generation_config.num_beams, ours.generation_config.max_new_tokens = 3, 7
+    try:
+        ours.save_pretrained(tmp_path)
+    finally:
+        ours.generation_config.num_beams, ours.generation_config.max_new_tokens = None, None
+    assert (tmp_path / "generation_config.json").is_file()
+    reloaded = minibert.BertForCausalLM.from_pretrained(tmp_path)
+    assert reloaded.generation_config.num_beams == 3
+    theirs = transformers.BertLMHeadModel.from_pretrained(tmp_path)
+    expected, got = same_generation(reloaded, theirs, ids)  # the saved settings: 3 beams, 7 new tokens
+    assert got.shape == (3, 12) and torch.equal(got, expected)
+    assert torch.equal(got, ours.generate(ids, num_beams=3, max_new_tokens=7))
+    (tmp_path / "generation_config.json").write_text("{ cut short")
+    with pytest.raises(ValueError, match="generation_config.json' cannot be read"):
+        minibert.BertForCausalLM.from_pretrained(tmp_path)
+
+
 def test_sampling_is_reproducible_and_respects_top_k(pair):
     ours, _ = pair
     ids = prompts()
-    a = ours.generate(ids, 15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
-    b = ours.generate(ids, 15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
+    a = ours.generate(ids, max_new_tokens=15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
+    b = ours.generate(ids, max_new_tokens=15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
     assert torch.equal(a, b)
     logits = torch.tensor([[3.0, 2.0, 1.0, 0.0, -1.0]]).repeat(2000, 1)
     g = torch.Generator().manual_seed(0)
