@@ -261,3 +261,26 @@ def test_next_token_helpers_skip_the_final_sep(tmp_path):
     loss = model.get_loss_from_text(tokenizer, "deep learning is fun")
     manual = model.get_loss(torch.tensor([[2, 5, 6, 7, 8, 3]]), input_ids=torch.tensor([[2, 5, 6, 7, 8, 3]]))
     assert abs(loss.item() - manual.item()) < 1e-6
+
+
+class StopAfterToken(transformers.StoppingCriteria):
+    """A user's stopping rule: a row is done once it produces `token`."""
+
+    def __init__(self, token):
+        self.token = token
+
+    def __call__(self, input_ids, scores, **kwargs):
+        return input_ids[:, -1] == self.token
+
+
+@pytest.mark.parametrize("num_beams", [1, 3])
+def test_a_users_own_logits_processor_and_stopping_criteria_act_as_in_transformers(pair, num_beams):
+    ours, theirs = pair
+    ids = prompts(seed=10)
+    free = ours.generate(ids, max_new_tokens=10, num_beams=num_beams)
+    settings = dict(max_new_tokens=10, num_beams=num_beams,
+                    logits_processor=transformers.LogitsProcessorList([transformers.NoRepeatNGramLogitsProcessor(2)]),
+                    stopping_criteria=transformers.StoppingCriteriaList([StopAfterToken(int(free[1, 7]))]))
+    expected, got = same_generation(ours, theirs, ids, **settings)
+    assert torch.equal(got, expected)
+    assert not torch.equal(got[:, :free.shape[1]], free)
