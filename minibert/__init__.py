@@ -6,7 +6,7 @@ from .corpus import Corpus, load_corpus, split_corpus, split_sentences
 from .data import (DECISIONS, CausalLMCollator, MLMCollator, class_balance, make_lm_examples, make_nsp_examples,
                    make_sop_examples)
 from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
-                    BertForSequenceClassification)
+                    BertForSequenceClassification, BertLMHeadModel)
 from .generation import sample_next_token
 from .labels import check_causal_labels, shift_labels
 from .metrics import Interval, baselines, bootstrap, evaluate, proportion, pseudo_perplexity

@@ -9,7 +9,7 @@ transformers' on the same weights.
 import torch
 from torch import nn
 
-from .config import ATTENTION_IMPLEMENTATIONS, BertConfig
+from .config import BertConfig, check_attention
 
 
 def as_minibert_config(config):
@@ -31,6 +31,29 @@ class TransformersHabits:
     _supports_flash_attn = False  # no FlashAttention kernels, no flex attention
     _supports_flex_attn = False
     supports_gradient_checkpointing = True
+    config_class = BertConfig
+    _is_stateful = False  # no state kept between generate calls (as recurrent models keep)
+    _can_compile_fullgraph = False  # no promise that torch.compile(fullgraph=True) works
+    _keep_in_fp32_modules = None  # every weight may take another dtype
+    _keys_to_ignore_on_load_missing = None  # from_pretrained warns of every weight it does not find
+    _keys_to_ignore_on_load_unexpected = None
+
+    @classmethod
+    def _can_set_attn_implementation(cls):
+        return True
+
+    def post_init(self):
+        """What transformers' models call at the end of __init__; minibert's initialize their weights in
+        __init__, so this only ties the decoder again (it never draws trained weights anew)."""
+        self.tie_weights()
+
+    @classmethod
+    def _from_config(cls, config, dtype=None, torch_dtype=None, **overrides):
+        """A new model from a config, with transformers' options (attn_implementation=, dtype=)."""
+        import dataclasses
+        model = cls(dataclasses.replace(as_minibert_config(config), **overrides) if overrides else config)
+        dtype = dtype if dtype is not None else torch_dtype
+        return model if dtype is None else model.to(dtype)
 
     def activation_checkpointing_enable(self, activation_checkpointing_kwargs=None, every_n_layers=1, offload=False):
         """Keep no activations of every n-th layer in training and compute them again in the backward
@@ -57,8 +80,25 @@ class TransformersHabits:
         self.activation_checkpointing_disable()
 
     @property
-    def is_gradient_checkpointing(self):
+    def is_activation_checkpointing(self):
         return self.encoder_stack().checkpoint_every > 0
+
+    @property
+    def is_gradient_checkpointing(self):  # transformers' older name
+        return self.is_activation_checkpointing
+
+    def enable_input_require_grads(self):
+        """Make the input embeddings' output require grad, so that gradients reach a frozen model's inputs
+        (adapters, checkpointing a frozen encoder), as in transformers."""
+        self.disable_input_require_grads()
+        self._require_grads_hook = self.get_input_embeddings().register_forward_hook(
+            lambda module, inputs, output: output.requires_grad_(True))
+
+    def disable_input_require_grads(self):
+        hook = getattr(self, "_require_grads_hook", None)
+        if hook is not None:
+            hook.remove()
+            self._require_grads_hook = None
 
     @property
     def base_model(self):
@@ -70,9 +110,7 @@ class TransformersHabits:
 
     def set_attn_implementation(self, name):
         """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call."""
-        if name not in ATTENTION_IMPLEMENTATIONS:
-            raise ValueError(f"attn_implementation={name!r} is not one of minibert's: {ATTENTION_IMPLEMENTATIONS}")
-        self.config.attn_implementation = name
+        self.config.attn_implementation = check_attention(name)
         for module in self.modules():
             if hasattr(module, "implementation"):
                 module.implementation = name

@@ -47,8 +47,8 @@ TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")  # None, or an id o
 
 @dataclass
 class BertConfig:
-    model_type = "bert"  # what transformers' AutoConfig reads; class attributes, not fields
-    is_encoder_decoder = False
+    is_encoder_decoder = False  # class attributes, not fields
+    sub_configs = {}  # no nested configs (a vision-language model has some)
     vocab_size: int = 30522  # WordPiece vocabulary (bert-base-uncased has 30522)
     hidden_size: int = 768  # width of every token vector
     num_hidden_layers: int = 12  # number of transformer blocks
@@ -78,8 +78,11 @@ class BertConfig:
     attn_implementation: str | None = None  # "eager" (spelled out), "sdpa" (fused), None: the faster here
     id2label: dict | None = None  # class id -> name, e.g. {0: "negative", 1: "positive"}; None: LABEL_0, LABEL_1, ...
     label2id: dict | None = None  # name -> class id; None: the reverse of id2label
+    model_type: dataclasses.InitVar[str] = "bert"  # what transformers' AutoConfig reads: taken, checked, not stored
 
-    def __post_init__(self):
+    def __post_init__(self, model_type="bert"):
+        if model_type != "bert":
+            raise ValueError(f"model_type={model_type!r}: a minibert BertConfig describes a BERT model ('bert')")
         for name, (ok, must_be) in FIELD_RULES.items():
             check_value(name, getattr(self, name), ok, must_be)
         for name in TOKEN_IDS:
@@ -95,9 +98,7 @@ class BertConfig:
         self.num_labels = len(self.id2label)
         if self.problem_type not in PROBLEM_TYPES:
             raise ValueError(f"problem_type={self.problem_type!r} is not one of {PROBLEM_TYPES}")
-        if self.attn_implementation not in ATTENTION_IMPLEMENTATIONS:
-            raise ValueError(f"attn_implementation={self.attn_implementation!r} is not one of minibert's: "
-                             f"{ATTENTION_IMPLEMENTATIONS} (None picks the faster of the two for each call)")
+        check_attention(self.attn_implementation)
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
 
@@ -172,14 +173,29 @@ class BertConfig:
     def to_dict(self):
         return {"model_type": "bert", **dataclasses.asdict(self)}
 
+    def to_diff_dict(self):
+        """The fields that differ from BertConfig()'s defaults, and model_type."""
+        default = BertConfig().to_dict()
+        return {k: v for k, v in self.to_dict().items() if k == "model_type" or v != default[k]}
+
     def to_json_string(self, use_diff=True):
-        """The config as config.json holds it; with use_diff (transformers' default), only the fields that
-        differ from BertConfig()'s defaults, and model_type."""
-        d = self.to_dict()
-        if use_diff:
-            default = BertConfig().to_dict()
-            d = {k: v for k, v in d.items() if k == "model_type" or v != default[k]}
-        return json.dumps(d, indent=2, sort_keys=True) + "\n"
+        """The config as config.json holds it; with use_diff (transformers' default), to_diff_dict()."""
+        return json.dumps(self.to_diff_dict() if use_diff else self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def get_text_config(self, decoder=None, encoder=None):
+        """The config of the text model: this one (transformers asks, for models with several parts)."""
+        return self
+
+    @property
+    def _attn_implementation(self):  # the name transformers' internals and tests use
+        return self.attn_implementation
+
+    @_attn_implementation.setter
+    def _attn_implementation(self, name):
+        self.attn_implementation = check_attention(name)
+
+    def __iter__(self):  # the field names, as iterating a transformers config gives
+        return iter(f.name for f in dataclasses.fields(self))
 
     def save(self, folder, architecture):
         d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}  # the weights are float32
@@ -188,6 +204,14 @@ class BertConfig:
 
 
 ATTENTION_IMPLEMENTATIONS = (None, "eager", "sdpa")
+
+
+def check_attention(name):
+    """name, if minibert has that attention (transformers' wording when it does not)."""
+    if name not in ATTENTION_IMPLEMENTATIONS:
+        raise ValueError(f'Specified `attn_implementation="{name}"` is not supported: minibert has "eager" (spelled '
+                         'out), "sdpa" (fused) and None (the faster of the two for each call)')
+    return name
 PROBLEM_TYPES = (None, "regression", "single_label_classification", "multi_label_classification")
 
 

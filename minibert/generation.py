@@ -23,13 +23,12 @@ this module does not implement (contrastive search, assisted decoding, ...) is r
 """
 
 import copy
-from dataclasses import dataclass
-
+import warnings
 import torch
 import torch.nn.functional as F
 
 from .checks import DEFAULT_NEW_TOKENS, as_tensor, check_sampling
-from .outputs import FieldsOutput
+from .heads import positions_from_mask
 
 # The GenerationConfig fields this module reads; any other one set to a value that changes decoding is refused.
 SUPPORTED = {
@@ -39,8 +38,8 @@ SUPPORTED = {
     "output_scores", "output_logits", "output_attentions", "output_hidden_states", "return_dict_in_generate",
     "decoder_start_token_id", "transformers_version", "_from_model_config",
 }
-MODEL_INPUTS = {"input_ids", "inputs_embeds", "attention_mask", "encoder_hidden_states", "encoder_attention_mask",
-                "generator", "logits_processor", "stopping_criteria"}  # generate's other arguments (generator: minibert's)
+MODEL_INPUTS = {"input_ids", "inputs_embeds", "attention_mask", "token_type_ids", "encoder_hidden_states",
+                "encoder_attention_mask", "generator", "logits_processor", "stopping_criteria"}  # generate's other arguments (generator: minibert's)
 LEFT_OUT = {  # transformers' generate arguments for decoding that this module does not do
     "assistant_model": "assisted decoding", "prompt_lookup_num_tokens": "prompt lookup decoding",
     "streamer": "streaming the tokens as they come", "prefix_allowed_tokens_fn": "constrained decoding",
@@ -48,26 +47,6 @@ LEFT_OUT = {  # transformers' generate arguments for decoding that this module d
     "custom_generate": "decoding code from the Hub", "tokenizer": "stop_strings",
 }
 UNFINISHED = -1e9  # the score that keeps a beam out of every top-k: transformers' value
-
-
-@dataclass
-class GenerateOutput(FieldsOutput):
-    """What generate returns with return_dict_in_generate=True, in the order of transformers' fields:
-    the sequences, the final score of each (beam search), the processed scores and the raw logits of
-    every step (tuples of (batch, vocab), with output_scores / output_logits), which beam each new token
-    extended (beam search), the attentions and hidden states of every step, and the last cache."""
-    sequences: torch.Tensor | None = None
-    sequences_scores: torch.Tensor | None = None
-    scores: tuple | None = None
-    logits: tuple | None = None
-    beam_indices: torch.Tensor | None = None
-    attentions: tuple | None = None
-    hidden_states: tuple | None = None
-    cache: tuple | None = None  # the key/value cache (transformers before version 5: past_key_values)
-
-    @property
-    def past_key_values(self):
-        return self.cache
 
 
 # ---- settings: a GenerationConfig, its defaults and what is refused ----
@@ -145,7 +124,7 @@ def check_settings(gen, prompt_length, max_positions, vocab_size):
     if eos is None:
         return new, None
     eos = torch.tensor([eos] if isinstance(eos, int) else list(eos))
-    if (eos < 0).any() or (eos >= vocab_size).any():
+    if (eos >= vocab_size).any():  # a negative id is never produced: transformers' tests use -1 for "no end"
         raise ValueError(f"eos_token_id={gen.eos_token_id!r} is outside the vocabulary (0..{vocab_size - 1})")
     return new, eos
 
@@ -239,32 +218,32 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
 # ---- the model, one step at a time ----
 class Stepper:
     """Runs the model on the sequences so far and returns its output: the whole prompt at the first
-    step, then (with the cache) the newest token only. Keeps the attention mask, the positions (counted
-    from each prompt's first real token, as in transformers) and the cache in step with the tokens."""
+    step, then (with the cache) the newest token only (model.prepare_inputs_for_generation says what
+    goes in). Keeps the attention mask, the segment ids and the cache in step with the tokens."""
 
-    def __init__(self, model, start, prompt_mask, use_cache, inputs_embeds, encoder_hidden_states,
+    def __init__(self, model, start, prompt_mask, token_type_ids, use_cache, inputs_embeds, encoder_hidden_states,
                  encoder_attention_mask, output_attentions, output_hidden_states):
         self.model, self.start, self.prompt_mask, self.use_cache = model, start, prompt_mask, use_cache
-        self.embeds = inputs_embeds  # a prompt given as vectors; ids then hold the new tokens only
+        self.segments = token_type_ids  # the prompt's; new tokens continue the last one's segment
+        self.positions = None if prompt_mask is None else positions_from_mask(prompt_mask)  # new ones: last + 1, ...
+        self.embeds = inputs_embeds  # a prompt given as vectors: they stand for the prompt's ids
         self.extra = dict(encoder_hidden_states=encoder_hidden_states, encoder_attention_mask=encoder_attention_mask,
                           output_attentions=output_attentions, output_hidden_states=output_hidden_states)
         self.past = None
 
     def __call__(self, ids):
-        from .heads import positions_from_mask
-        mask = self.prompt_mask
-        if mask is not None:  # the new tokens are real ones
-            mask = torch.cat([mask, mask.new_ones(len(mask), ids.shape[1] - self.start)], dim=1)
-        if self.embeds is None:
-            inputs = dict(input_ids=ids)
-        else:
-            inputs = dict(inputs_embeds=torch.cat([self.embeds, self.model.get_input_embeddings()(ids)], dim=1))
-        if self.past is not None:  # the cache holds all but the newest token
-            inputs = {k: v[:, -1:] for k, v in inputs.items()}
-        T = next(iter(inputs.values())).shape[1]
-        position_ids = None if mask is None else positions_from_mask(mask)[:, -T:]
-        out = self.model(**inputs, attention_mask=mask, position_ids=position_ids, past_key_values=self.past,
-                         use_cache=self.use_cache, return_dict=True, **self.extra)
+        new = ids.shape[1] - self.start  # tokens generated so far
+        mask, segments, positions = self.prompt_mask, self.segments, self.positions
+        if mask is not None:  # the new tokens are real ones, at the positions after the prompt's last column
+            mask = torch.cat([mask, mask.new_ones(len(mask), new)], dim=1)
+            positions = torch.cat([positions, positions[:, -1:] + torch.arange(1, new + 1, device=ids.device)], dim=1)
+        if segments is not None:
+            segments = torch.cat([segments, segments[:, -1:].expand(-1, new)], dim=1)
+        inputs = self.model.prepare_inputs_for_generation(
+            ids if self.embeds is None else ids[:, self.start:], past_key_values=self.past, attention_mask=mask,
+            inputs_embeds=self.embeds, token_type_ids=segments, position_ids=positions, use_cache=self.use_cache,
+            **self.extra)
+        out = self.model(**inputs, return_dict=True)
         self.past = out.past_key_values if self.use_cache else None
         return out
 
@@ -286,13 +265,18 @@ def generate(model, inputs=None, generation_config=None, **kwargs):
     max_new, eos = check_settings(gen, prompt_length, model.config.max_position_embeddings, model.config.vocab_size)
     if gen.pad_token_id is None:
         gen.pad_token_id = int(eos[0]) if eos is not None else model.config.pad_token_id
+    segments = as_tensor("token_type_ids", given.get("token_type_ids"), model.device)
+    if segments is not None and tuple(segments.shape) != (len(input_ids), prompt_length):
+        raise ValueError(f"token_type_ids has shape {tuple(segments.shape)} but the prompt has "
+                         f"{(len(input_ids), prompt_length)}")
     enc = given.get("encoder_hidden_states")
     enc_mask = as_tensor("encoder_attention_mask", given.get("encoder_attention_mask"), model.device)
     copies = gen.num_beams if gen.num_beams > 1 else gen.num_return_sequences  # rows per prompt, one after another
-    input_ids, embeds, mask, enc, enc_mask = (None if x is None else x.repeat_interleave(copies, dim=0)
-                                              for x in (input_ids, embeds, mask, enc, enc_mask))
+    input_ids, embeds, mask, segments, enc, enc_mask = (
+        None if x is None else x.repeat_interleave(copies, dim=0) for x in (input_ids, embeds, mask, segments, enc,
+                                                                              enc_mask))
     record = gen.return_dict_in_generate
-    step = Stepper(model, input_ids.shape[1], mask, gen.use_cache, embeds, enc, enc_mask,
+    step = Stepper(model, input_ids.shape[1], mask, segments, gen.use_cache, embeds, enc, enc_mask,
                    record and gen.output_attentions, record and gen.output_hidden_states)
     process = processors(gen, eos, input_ids.shape[1], given.get("logits_processor"))
     decode = beam_search if gen.num_beams > 1 else greedy_or_sample
@@ -301,19 +285,19 @@ def generate(model, inputs=None, generation_config=None, **kwargs):
 
 
 def check_prompts(model, input_ids, embeds, mask):
-    """(input_ids, inputs_embeds, attention_mask): input_ids are (B, 0) when only vectors are given."""
+    """(input_ids, inputs_embeds, attention_mask) of the prompts. A prompt given as vectors only gets
+    input_ids of shape (B, 0): the output then holds the new tokens only, as in transformers."""
     if input_ids is None and embeds is None:
         raise ValueError("generate needs a prompt: input_ids (B, T), or inputs_embeds (B, T, hidden_size)")
     if embeds is not None:
         if embeds.dim() != 3 or embeds.shape[-1] != model.config.hidden_size or 0 in embeds.shape:
             raise ValueError(f"inputs_embeds must have shape (batch, seq_len >= 1, {model.config.hidden_size}), got "
                              f"{tuple(embeds.shape)}")
-        if input_ids is not None and input_ids.shape[0] != embeds.shape[0]:
-            raise ValueError(f"input_ids has {input_ids.shape[0]} rows but inputs_embeds has {embeds.shape[0]}")
-        if input_ids is not None and input_ids.shape[1]:
-            raise ValueError("with inputs_embeds, the prompt is the vectors: pass input_ids=None (the output then "
-                             "holds the new tokens only, as in transformers)")
-        input_ids = torch.zeros(len(embeds), 0, dtype=torch.long, device=embeds.device)
+        if input_ids is None:
+            input_ids = torch.zeros(len(embeds), 0, dtype=torch.long, device=embeds.device)
+        elif tuple(input_ids.shape) != tuple(embeds.shape[:2]):
+            raise ValueError(f"input_ids has shape {tuple(input_ids.shape)} but inputs_embeds has "
+                             f"{tuple(embeds.shape[:2])} vectors: give the ids of the same prompt, or input_ids=None")
         shape = tuple(embeds.shape[:2])
     else:
         if input_ids.dim() != 2 or 0 in input_ids.shape:
@@ -323,9 +307,10 @@ def check_prompts(model, input_ids, embeds, mask):
     if mask is not None:
         if tuple(mask.shape) != shape:
             raise ValueError(f"attention_mask has shape {tuple(mask.shape)} but the prompt has shape {shape}")
-        if not mask[:, -1].all():  # new tokens would follow the padding
-            raise ValueError("attention_mask shows padding at the end of a prompt: generate appends after the "
-                             "last column, so pad the prompts on the left (tokenizer.padding_side = 'left')")
+        if not mask[:, -1].all():  # new tokens would follow the padding: transformers warns too, and goes on
+            warnings.warn("attention_mask shows padding at the end of a prompt: the new tokens follow the padding, "
+                          "which the model never saw in training. Pad the prompts on the left "
+                          "(tokenizer.padding_side = 'left')", stacklevel=4)
     return input_ids, embeds, mask
 
 
@@ -445,15 +430,20 @@ def could_improve(running_scores, done_scores, is_done, new_tokens, max_new, ear
     return (best_running > worst_done).any(dim=-1, keepdim=True)
 
 
-def result(gen, sequences, scores, logits, attentions, hidden, out, **extra):
-    """The GenerateOutput of return_dict_in_generate, with what output_* asked for."""
-    return GenerateOutput(
-        sequences=sequences, scores=tuple(scores) if gen.output_scores else None,
-        logits=tuple(logits) if gen.output_logits else None,
-        attentions=tuple(attentions) if gen.output_attentions else None,
-        hidden_states=tuple(hidden) if gen.output_hidden_states else None,
-        cache=None if out is None else out.past_key_values,
-        **{k: v for k, v in extra.items() if k != "sequences_scores" or gen.output_scores})
+def result(gen, sequences, scores, logits, attentions, hidden, out, **beams):
+    """What return_dict_in_generate returns: transformers' own output class (GenerateDecoderOnlyOutput,
+    or GenerateBeamDecoderOnlyOutput with sequences_scores and beam_indices), holding what the
+    output_* settings asked for: per step, the processed scores, the raw logits, the attentions and
+    hidden states; and the last key/value cache."""
+    from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+    if beams and not gen.output_scores:
+        beams["sequences_scores"] = None
+    cls = GenerateBeamDecoderOnlyOutput if beams else GenerateDecoderOnlyOutput
+    return cls(sequences=sequences, scores=tuple(scores) if gen.output_scores else None,
+               logits=tuple(logits) if gen.output_logits else None,
+               attentions=tuple(attentions) if gen.output_attentions else None,
+               hidden_states=tuple(hidden) if gen.output_hidden_states else None,
+               cache=None if out is None else out.past_key_values, **beams)
 
 
-__all__ = ["GenerateOutput", "generate", "sample_next_token"]
+__all__ = ["generate", "sample_next_token"]

@@ -23,6 +23,10 @@ from .labels import check_causal_labels, shift_labels
 from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
 
 
+# the weights that are another's (tie_weights), as transformers lists them: tied -> source
+TIED_DECODER = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight"}
+
+
 class BertPredictionHeadTransform(nn.Module):
     def __init__(self, config):
         super().__init__()
@@ -124,7 +128,7 @@ def mlm_fields(logits, masked, name="logits"):
 def positions_from_mask(attention_mask):
     """Position ids that count from each row's first real token, as transformers' generate does: a
     left-padded prompt gets the positions it would have without its padding (padding gets 0)."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
 
 
 def encode_text(tokenizer, text_a, text_b=None, device=None, drop_final_sep=False):
@@ -140,6 +144,7 @@ def encode_text(tokenizer, text_a, text_b=None, device=None, drop_final_sep=Fals
 
 class BertForMaskedLM(BertPreTrainedModel):
     hf_architecture = "BertForMaskedLM"
+    _tied_weights_keys = TIED_DECODER
 
     def __init__(self, config):
         super().__init__(config)
@@ -233,6 +238,7 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
 class BertForPreTraining(BertPreTrainedModel):
     """BERT's pretraining: masked LM on the tokens and next sentence prediction on [CLS], losses added."""
     hf_architecture = "BertForPreTraining"
+    _tied_weights_keys = TIED_DECODER
 
     def __init__(self, config):
         super().__init__(config)
@@ -328,6 +334,7 @@ class BertForCausalLM(BertPreTrainedModel):
     decoder is warm-started from BERT; with config.add_cross_attention it can also read an encoder.
     """
     hf_architecture = "BertLMHeadModel"
+    _tied_weights_keys = TIED_DECODER
 
     def __init__(self, config):
         super().__init__(decoder_config(config))
@@ -434,6 +441,24 @@ class BertForCausalLM(BertPreTrainedModel):
         return self.predict_next_token_id(**encode_text(tokenizer, text_a, text_b, self.device,
                                                         drop_final_sep=True))
 
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None,
+                                      token_type_ids=None, position_ids=None, **kwargs):
+        """The forward's inputs at one decoding step: everything so far at the first step, then (with
+        past_key_values) only the newest token; positions counted from each row's first real token
+        unless given. A prompt given as vectors (inputs_embeds) comes first, then the embeddings of the
+        new tokens (input_ids then hold the new tokens only)."""
+        if inputs_embeds is not None:
+            inputs = dict(inputs_embeds=torch.cat([inputs_embeds, self.get_input_embeddings()(input_ids)], dim=1))
+        else:
+            inputs = dict(input_ids=input_ids)
+        inputs["token_type_ids"] = token_type_ids
+        if position_ids is None and attention_mask is not None:
+            position_ids = positions_from_mask(attention_mask)
+        inputs["position_ids"] = position_ids
+        if past_key_values is not None:  # the cache holds all but the newest token
+            inputs = {k: None if v is None else v[:, -1:] for k, v in inputs.items()}
+        return dict(inputs, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
+
     def generate(self, inputs=None, generation_config=None, **kwargs):
         """Continue each prompt, as transformers' generate does: greedy by default, sampled with
         do_sample=True (temperature, top_k, top_p), or by beam search with num_beams=k (length_penalty,
@@ -449,5 +474,8 @@ class BertForCausalLM(BertPreTrainedModel):
         return generate(self, inputs, generation_config, **kwargs)
 
 
-__all__ = ["BertForMaskedLM", "BertForNextSentencePrediction", "BertForPreTraining",
+class BertLMHeadModel(BertForCausalLM):
+    """BertForCausalLM under transformers' name for it, for code (and tools) that look for that name."""
+
+__all__ = ["BertForMaskedLM", "BertLMHeadModel", "BertForNextSentencePrediction", "BertForPreTraining",
            "BertForSequenceClassification", "BertForCausalLM"]

@@ -237,6 +237,11 @@ def match_keys(state, model):
     return out
 
 
+class SizeMismatch(ValueError, RuntimeError):
+    """A checkpoint's tensor of another shape than the model's: a ValueError like minibert's other errors,
+    and the RuntimeError that transformers raises for it, so that code catching either sees it."""
+
+
 def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_info=False,
                     ignore_mismatched_sizes=False, **config_overrides):
     """from_pretrained's work, with transformers' options: dtype (or its older name torch_dtype: a
@@ -256,7 +261,7 @@ def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_i
     mismatched = [(k, tuple(v.shape), tuple(expected[k].shape))
                   for k, v in state.items() if k in expected and v.shape != expected[k].shape]
     if mismatched and not ignore_mismatched_sizes:
-        raise ValueError(f"the checkpoint in {path!r} does not fit this config: "
+        raise SizeMismatch(f"the checkpoint in {path!r} does not fit this config: "
                          + "; ".join(f"{k}: checkpoint {a}, model {b}" for k, a, b in mismatched[:3])
                          + ". ignore_mismatched_sizes=True leaves such weights freshly initialized")
     for k, _, _ in mismatched:
@@ -270,8 +275,8 @@ def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_i
         warnings.warn(f"{cls.__name__}: {len(fresh)} weights are not in {path!r} and were freshly "
                       f"initialized: {', '.join(fresh[:6])}{' ...' if len(fresh) > 6 else ''}. "
                       "Train the model before trusting its outputs.", stacklevel=3)
-    model.loading_info = {"missing_keys": missing, "unexpected_keys": unexpected, "mismatched_keys": mismatched,
-                          "error_msgs": []}
+    model.loading_info = {"missing_keys": set(missing), "unexpected_keys": set(unexpected),  # sets, as in transformers
+                          "mismatched_keys": set(mismatched), "error_msgs": []}
     if model.can_generate() and os.path.isfile(os.path.join(path, GENERATION_FILE)):
         model.generation_config = read_generation_config(path)
     dtype = weights_dtype(dtype if dtype is not None else torch_dtype, model.config)

@@ -324,12 +324,12 @@ class BertPreTrainedModel(TransformersHabits, nn.Module):
                    if (p.requires_grad or not only_trainable) and not (exclude_embeddings and id(p) in embeddings))
 
     @classmethod
-    def from_pretrained(cls, path, **options):
+    def from_pretrained(cls, pretrained_model_name_or_path, **options):
         """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin).
         options: transformers' (dtype, output_loading_info, ignore_mismatched_sizes, attn_implementation)
         and any config field to override (num_labels=7, ...); see hub.load_pretrained."""
         from .hub import load_pretrained
-        return load_pretrained(cls, path, **options)
+        return load_pretrained(cls, pretrained_model_name_or_path, **options)
 
     def save_pretrained(self, path):
         """Write config.json + model.safetensors that transformers' matching class loads as is."""

@@ -284,3 +284,33 @@ def test_a_users_own_logits_processor_and_stopping_criteria_act_as_in_transforme
     expected, got = same_generation(ours, theirs, ids, **settings)
     assert torch.equal(got, expected)
     assert not torch.equal(got[:, :free.shape[1]], free)
+
+
+@pytest.mark.parametrize("num_beams", [1, 2])
+def test_segment_ids_of_the_prompt_carry_on_to_the_new_tokens_as_in_transformers(pair, num_beams):
+    ours, theirs = pair
+    ids = prompts(seed=11)
+    segments = torch.tensor([[0, 0, 1, 1, 1], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
+    expected, got = same_generation(ours, theirs, ids, token_type_ids=segments, max_new_tokens=8, num_beams=num_beams)
+    assert torch.equal(got, expected)
+    assert not torch.equal(got, ours.generate(ids, max_new_tokens=8, num_beams=num_beams))
+
+
+def test_right_padded_prompts_get_a_warning_and_the_tokens_transformers_gives(pair):
+    ours, theirs = pair
+    ids = prompts(seed=12)
+    mask = torch.tensor([[1, 1, 1, 0, 0], [1] * 5, [1, 1, 1, 1, 0]])
+    with pytest.warns(UserWarning, match="Pad the prompts on the left"):
+        got = ours.generate(ids, attention_mask=mask, max_new_tokens=6)
+    expected = same_generation(ours, theirs, ids, attention_mask=mask, max_new_tokens=6)[0]
+    assert torch.equal(got, expected)
+
+
+def test_a_prompt_given_as_ids_and_vectors_is_decoded_from_the_vectors_and_returned_with_its_ids(pair):
+    ours, theirs = pair
+    ids = prompts(seed=13)
+    with torch.no_grad():
+        vectors = ours.get_input_embeddings()(ids) * 1.5  # other vectors than the ids': the output must follow them
+    expected, got = same_generation(ours, theirs, ids, inputs_embeds=vectors, max_new_tokens=6, num_beams=2)
+    assert torch.equal(got, expected)
+    assert torch.equal(got[:, :5], ids) and not torch.equal(got, ours.generate(ids, max_new_tokens=6, num_beams=2))
