@@ -600,3 +600,45 @@ def test_base_model_is_the_encoder_as_in_transformers(ours_cls):
     config = minibert.BertConfig(**CONFIGS["gelu"])
     ours, theirs = ours_cls(config), PAIRS[ours_cls](transformers.BertConfig(**CONFIGS["gelu"]))
     assert type(ours.base_model).__name__ == type(theirs.base_model).__name__ == "BertModel"
+
+
+def test_the_names_and_hooks_that_transformers_code_and_tools_use(tmp_path):
+    config = dict(CONFIGS["gelu"], is_decoder=True)
+    theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**config)), seed=4).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = minibert.BertLMHeadModel.from_pretrained(tmp_path)  # transformers' name for BertForCausalLM
+    assert type(ours).__name__ == type(theirs).__name__ and isinstance(ours, minibert.BertForCausalLM)
+    assert ours.config_class is minibert.BertConfig and ours.config.get_text_config() is ours.config
+    # post_init ties the decoder again and keeps trained weights (transformers' keeps them too)
+    before = {k: v.clone() for k, v in ours.state_dict().items()}
+    ours.post_init()
+    assert all(torch.equal(v, ours.state_dict()[k]) for k, v in before.items())
+    for tied, source in ours._tied_weights_keys.items():  # the names transformers lists, the same tensor here
+        assert tied in theirs._tied_weights_keys and ours.get_parameter(tied) is ours.get_parameter(source)
+    # _from_config with transformers' options, and the config field transformers' internals set
+    eager = minibert.BertForCausalLM._from_config(ours.config, attn_implementation="eager", dtype=torch.bfloat16)
+    assert eager.config.attn_implementation == "eager" and eager.dtype == torch.bfloat16
+    eager.config._attn_implementation = "sdpa"
+    assert eager.config.attn_implementation == "sdpa"
+    with pytest.raises(ValueError, match='`attn_implementation="flex_attention"` is not supported'):
+        eager.config._attn_implementation = "flex_attention"
+    # a frozen model whose inputs still get gradients (adapters): the hook on the input embeddings
+    ids = torch.randint(5, 99, (2, 6), generator=torch.Generator().manual_seed(0))
+    for model in (ours, theirs):
+        model.requires_grad_(False)
+        model.enable_input_require_grads()
+        assert model(ids, output_hidden_states=True).hidden_states[0].requires_grad
+        model.disable_input_require_grads()
+        assert not model(ids, output_hidden_states=True).hidden_states[0].requires_grad
+    # the config as transformers reads it: model_type taken, the changed fields in to_diff_dict
+    ours_config = minibert.BertConfig(**CONFIGS["gelu"], model_type="bert")
+    their_diff = transformers.BertConfig(**CONFIGS["gelu"]).to_diff_dict()
+    assert all(their_diff[k] == v for k, v in ours_config.to_diff_dict().items())
+    with pytest.raises(ValueError, match="model_type='gpt2'"):
+        minibert.BertConfig(model_type="gpt2")
+    # a classifier head of another size: both the ValueError of minibert and the RuntimeError of transformers
+    transformers.BertForSequenceClassification(transformers.BertConfig(**CONFIGS["gelu"], num_labels=3)).save_pretrained(
+        tmp_path / "three")
+    for error in (ValueError, RuntimeError):
+        with pytest.raises(error, match="does not fit this config"):
+            minibert.BertForSequenceClassification.from_pretrained(tmp_path / "three", num_labels=5)
