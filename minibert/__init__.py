@@ -12,7 +12,17 @@ from .labels import check_causal_labels, shift_labels
 from .metrics import Interval, baselines, bootstrap, evaluate, proportion, pseudo_perplexity
 from .model import BertModel, ModelOutput
 from .tokenizer import train_tokenizer
-from .course import COURSE_RUNS, course_run, run_dir
 from .train import PretrainResult, TrainArgs, Trainer, load_result, pretrain
 
 __version__ = "0.1.0"
+
+COURSE_NAMES = ("COURSE_RUNS", "course_run", "run_dir")  # the course's, from minibert.course
+
+
+def __getattr__(name):
+    """minibert.course_run and the other course names, imported when first used: importing the package
+    does not import its command modules, so `python -m minibert.course ...` runs without a warning."""
+    if name in COURSE_NAMES:
+        from . import course
+        return getattr(course, name)
+    raise AttributeError(f"module 'minibert' has no attribute {name!r}")

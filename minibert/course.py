@@ -358,6 +358,9 @@ def build_site(src="notebooks", dst="build/site", figures="figures"):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if argv[:1] == ["prose"]:
         print(prose_report(argv[1:] or notebook_paths()))
         return 0

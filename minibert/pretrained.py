@@ -342,10 +342,18 @@ def main(names, note=None):
 
 
 if __name__ == "__main__":
-    import sys
-    if sys.argv[1:] == ["--table"]:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m minibert.pretrained",
+                                     description="train and export the shipped checkpoints (make pretrained)")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"checkpoints to make (default: all of {', '.join(RECIPES)})")
+    parser.add_argument("--table", action="store_true", help="print the README's table of the shipped checkpoints")
+    parser.add_argument("--side-by-side", action="store_true", help="say in the cards that the runs shared the cores")
+    a = parser.parse_args()
+    unknown = [name for name in a.names if name not in RECIPES]
+    if unknown:
+        parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join(RECIPES)}")
+    if a.table:
         print(table())
-    elif sys.argv[1:2] == ["--side-by-side"]:
-        main(sys.argv[2:], SIDE_BY_SIDE)
     else:
-        main(sys.argv[1:])
+        main(a.names, SIDE_BY_SIDE if a.side_by_side else None)

@@ -151,3 +151,16 @@ def test_corpus_says_what_a_corpus_holds_and_what_the_large_one_needs(tmp_path, 
     monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "npm"))
     out = cli("corpus", "large", check=False)
     assert out.returncode == 2 and "run `make corpus`" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("module", ["minibert", "minibert.course", "minibert.figures", "minibert.pretrained"])
+def test_every_python_dash_m_entry_point_starts_without_a_warning(module):
+    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"], capture_output=True,
+                         text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert out.returncode == 0 and "Warning" not in out.stderr, out.stderr
+    assert out.stdout.strip()  # its usage
+
+
+def test_an_unknown_shipped_checkpoint_is_named_with_the_ones_there_are():
+    out = subprocess.run([sys.executable, "-m", "minibert.pretrained", "bert-foo"], capture_output=True, text=True)
+    assert out.returncode == 2 and "no shipped checkpoint 'bert-foo'; they are bert-mlm-nsp" in out.stderr
