@@ -9,7 +9,8 @@ from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePredict
                     BertForSequenceClassification, BertLMHeadModel)
 from .generation import sample_next_token
 from .labels import check_causal_labels, shift_labels
-from .metrics import Interval, baselines, bootstrap, evaluate, proportion, pseudo_perplexity
+from .metrics import Interval, baselines, bootstrap, evaluate, proportion
+from .scoring import pseudo_perplexity
 from .model import BertModel, ModelOutput
 from .tokenizer import train_tokenizer
 from .train import PretrainResult, TrainArgs, Trainer, load_result, pretrain

@@ -54,7 +54,8 @@ def cmd_pretrain(a):
 def cmd_eval(a):
     from .corpus import load_corpus, split_corpus
     from .heads import BertForMaskedLM
-    from .metrics import baselines, evaluate, format_metrics, pseudo_perplexity
+    from .metrics import baselines, evaluate, format_metrics
+    from .scoring import pseudo_perplexity
     from .train import model_class, prepare_data, read_state
     if a.examples < 1:
         raise ValueError(f"--examples must be at least 1 (how many held-out examples to score), got {a.examples}")

@@ -6,15 +6,52 @@ writer's umask gives any file, under a lock per entry: two processes asking for 
 compute it once, the second waiting for the first and reading its result. An entry that cannot be read
 is computed again, with a one-line note; in a folder the user may not write, results are computed and
 not kept.
+
+The two file habits of every save in minibert live here too: `locked` (a shared or exclusive flock)
+and `share_like_any_file` (the permissions of the user's umask). This module imports nothing of
+minibert: every other part may use it.
 """
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import tempfile
 
-from .hub import locked, share_like_any_file
+
+@contextlib.contextmanager
+def locked(path, shared=False):
+    """Hold an flock on `path` (a folder, or a lock file created if missing): shared for readers,
+    exclusive for writers; waits for the other side. Without a way to open it (a read-only place with
+    no lock file yet) nothing can be written there either, so reading goes ahead unlocked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | (0 if os.path.isdir(path) else os.O_CREAT), 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def share_like_any_file(path):
+    """Give a saved file, or a folder and everything in it, the permissions the user's umask gives any
+    new file. mkdtemp/mkstemp make them private and safetensors writes its files readable by their owner
+    only; a checkpoint or a class's shared cache must be readable by whoever may read the user's other files."""
+    umask = os.umask(0)
+    os.umask(umask)
+    if not os.path.isdir(path):
+        os.chmod(path, 0o666 & ~umask)
+        return
+    os.chmod(path, 0o777 & ~umask)
+    for root, dirs, files in os.walk(path):
+        for d in dirs:
+            os.chmod(os.path.join(root, d), 0o777 & ~umask)
+        for f in files:
+            os.chmod(os.path.join(root, f), 0o666 & ~umask)
 
 
 def cache_dir():

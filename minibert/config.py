@@ -10,6 +10,9 @@ import difflib
 import json
 import os
 from dataclasses import dataclass
+from functools import partial
+
+import torch.nn.functional as F
 
 
 # ---- checking values: one helper, and a table saying what each field must be ----
@@ -42,7 +45,15 @@ FIELD_RULES = {  # field: (test, what the value must be); the token ids are chec
     "is_decoder": FLAG, "add_cross_attention": FLAG, "tie_word_embeddings": FLAG, "use_cache": FLAG,
     "output_attentions": FLAG, "output_hidden_states": FLAG, "return_dict": FLAG,
 }
-TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")  # None, or an id of the vocabulary
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
+ACT2FN = {
+    "gelu": F.gelu,  # the exact erf form, as in the original BERT
+    "gelu_new": partial(F.gelu, approximate="tanh"),
+    "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
+    "relu": F.relu,
+    "silu": F.silu,
+    "swish": F.silu,
+}  # hidden_act names -> the functions the model applies  # None, or an id of the vocabulary
 
 
 @dataclass
@@ -91,7 +102,6 @@ class BertConfig:
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(f"hidden_size ({self.hidden_size}) must be a multiple of "
                              f"num_attention_heads ({self.num_attention_heads})")
-        from .model import ACT2FN  # the activations the model implements (model.py imports this file)
         if self.hidden_act not in ACT2FN:
             raise ValueError(f"hidden_act {self.hidden_act!r} is not supported; use one of {tuple(ACT2FN)}")
         self.id2label, self.label2id = label_maps(self.id2label, self.label2id, self.num_labels)

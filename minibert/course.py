@@ -20,9 +20,8 @@ import re
 import shutil
 import sys
 
-from .cache import cache_dir
+from .cache import cache_dir, locked
 from .cache import cached, entry_lock, writable  # noqa: F401 (cached: the notebooks use it from here)
-from .hub import locked
 from .metrics import check_objective
 from .train import pretrain
 

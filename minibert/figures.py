@@ -19,9 +19,12 @@ from types import SimpleNamespace
 
 import torch
 
-import minibert
-from minibert import viz
-from minibert.data import DECISIONS, MASKED, NOT_SELECTED, CausalLMCollator, MLMCollator
+from . import viz
+from .corpus import load_corpus, split_corpus
+from .course import course_run
+from .data import DECISIONS, MASKED, NOT_SELECTED, CausalLMCollator, MLMCollator, make_nsp_examples, make_sop_examples
+from .heads import BertForMaskedLM, BertForPreTraining
+from .tokenizer import train_tokenizer
 
 DPI = 100
 
@@ -42,9 +45,9 @@ class Course:
 
     def __init__(self):
         torch.manual_seed(0)
-        self.corpus = minibert.load_corpus()
-        self.train_docs, self.heldout_docs = minibert.split_corpus(self.corpus)
-        self.tokenizer = minibert.train_tokenizer(self.train_docs, vocab_size=8000)
+        self.corpus = load_corpus()
+        self.train_docs, self.heldout_docs = split_corpus(self.corpus)
+        self.tokenizer = train_tokenizer(self.train_docs, vocab_size=8000)
 
     def ids(self, text):
         return self.tokenizer(text)["input_ids"]
@@ -56,7 +59,7 @@ class Course:
     def result(self):
         """The course's standard mlm+nsp run (notebook 06 trains the same one): cached while settings,
         data and code are unchanged."""
-        return minibert.course_run("mlm+nsp", self.corpus, self.tokenizer, verbose=False)
+        return course_run("mlm+nsp", self.corpus, self.tokenizer, verbose=False)
 
     @cached_property
     def record(self):
@@ -66,8 +69,8 @@ class Course:
     @cached_property
     def shipped(self):
         """The shipped BERT (checkpoints/bert-mlm-nsp), pretrained for minutes rather than seconds."""
-        from minibert import pretrained
-        return minibert.BertForPreTraining.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()
+        from . import pretrained
+        return BertForPreTraining.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()
 
     @cached_property
     def attention(self):
@@ -134,12 +137,12 @@ def pair_example(examples, label, length=32):
 
 
 def nsp_pair(course):
-    examples = minibert.make_nsp_examples(course.heldout_docs, course.tokenizer, max_length=64, seed=0)
+    examples = make_nsp_examples(course.heldout_docs, course.tokenizer, max_length=64, seed=0)
     return viz.plot_nsp_example(course.tokenizer, pair_example(examples, 1), course.heldout_docs.titles, per_line=14)
 
 
 def sop_pair(course):
-    examples = minibert.make_sop_examples(course.heldout_docs, course.tokenizer, max_length=64, seed=0)
+    examples = make_sop_examples(course.heldout_docs, course.tokenizer, max_length=64, seed=0)
     return viz.plot_nsp_example(course.tokenizer, pair_example(examples, 1), course.heldout_docs.titles, per_line=14)
 
 
@@ -190,8 +193,8 @@ def as_run(record):
 
 
 def top_k(course):
-    from minibert import pretrained
-    model = minibert.BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
+    from . import pretrained
+    model = BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
     candidates = model.fill_mask(course.tokenizer, FILL, top_k=8)
     return viz.plot_top_k(candidates, answer=["the", "africa"], panel_titles=[
         "... spoken predominantly in [MASK] Middle East ...", "... North Africa, the Horn of [MASK], ..."],

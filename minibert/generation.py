@@ -28,7 +28,6 @@ import torch
 import torch.nn.functional as F
 
 from .checks import DEFAULT_NEW_TOKENS, as_tensor, check_sampling
-from .heads import positions_from_mask
 
 # The GenerationConfig fields this module reads; any other one set to a value that changes decoding is refused.
 SUPPORTED = {
@@ -213,6 +212,12 @@ def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator
     if top_p is not None and top_p < 1:
         scores = keep_top_p(scores, top_p)
     return torch.multinomial(scores.softmax(-1), 1, generator=generator).squeeze(-1)
+
+
+def positions_from_mask(attention_mask):
+    """Position ids that count from each row's first real token, as transformers' generate does: a
+    left-padded prompt gets the positions it would have without its padding (padding gets 0)."""
+    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
 
 
 # ---- the model, one step at a time ----

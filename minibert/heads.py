@@ -17,10 +17,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .checks import IGNORE_INDEX, as_tensor, check_labels
+from . import generation
+from .generation import positions_from_mask
 from . import fast
 from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
 from .labels import check_causal_labels, shift_labels
-from .model import ACT2FN, BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
+from .scoring import pseudo_perplexity
+from .config import ACT2FN
+from .model import BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
 
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source
@@ -125,12 +129,6 @@ def mlm_fields(logits, masked, name="logits"):
     return {name: logits} if masked is None else dict(masked_logits=logits, masked_positions=masked)
 
 
-def positions_from_mask(attention_mask):
-    """Position ids that count from each row's first real token, as transformers' generate does: a
-    left-padded prompt gets the positions it would have without its padding (padding gets 0)."""
-    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
-
-
 def encode_text(tokenizer, text_a, text_b=None, device=None, drop_final_sep=False):
     """Tokenize raw text as BERT does ([CLS] A [SEP] (B [SEP])). For next-token prediction the final
     [SEP] must go, or the model would predict what follows the end marker: drop_final_sep pads the rows
@@ -176,8 +174,7 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     def get_perplexity(self, tokenizer, text, batch_size=64):
         """Pseudo-perplexity of a text or a list of texts: each token masked in turn and scored (see
-        metrics.pseudo_perplexity). A masked LM has no left-to-right perplexity; lower is better."""
-        from .metrics import pseudo_perplexity  # imported here: metrics builds on the models, not the reverse
+        scoring.pseudo_perplexity). A masked LM has no left-to-right perplexity; lower is better."""
         return pseudo_perplexity(self, tokenizer, [text] if isinstance(text, str) else text, batch_size)
 
     @torch.no_grad()
@@ -470,8 +467,7 @@ class BertForCausalLM(BertPreTrainedModel):
         lengths go in padded on the left with their attention_mask; positions count from each prompt's
         first real token. generator= (a torch.Generator) makes sampling repeatable without touching
         torch's global seed. The decoding itself is in generation.py."""
-        from .generation import generate
-        return generate(self, inputs, generation_config, **kwargs)
+        return generation.generate(self, inputs, generation_config, **kwargs)
 
 
 class BertLMHeadModel(BertForCausalLM):

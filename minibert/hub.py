@@ -16,28 +16,12 @@ import warnings
 import torch
 from safetensors.torch import load_file, save_file
 
+from .cache import locked, share_like_any_file
 from .config import BertConfig
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 GENERATION_FILE = "generation_config.json"  # generate's default settings, beside the weights of a causal LM
 BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # old checkpoints store these
-
-
-@contextlib.contextmanager
-def locked(path, shared=False):
-    """Hold an flock on `path` (a folder, or a lock file created if missing): shared for readers,
-    exclusive for writers; waits for the other side. Without a way to open it (a read-only place with
-    no lock file yet) nothing can be written there either, so reading goes ahead unlocked."""
-    try:
-        fd = os.open(path, os.O_RDONLY | (0 if os.path.isdir(path) else os.O_CREAT), 0o666)
-    except OSError:
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def parent_of(path):
@@ -79,23 +63,6 @@ def atomic_folder(path, carry_over=True):
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-
-
-def share_like_any_file(path):
-    """Give a saved file, or a folder and everything in it, the permissions the user's umask gives any
-    new file. mkdtemp/mkstemp make them private and safetensors writes its files readable by their owner
-    only; a checkpoint or a class's shared cache must be readable by whoever may read the user's other files."""
-    umask = os.umask(0)
-    os.umask(umask)
-    if not os.path.isdir(path):
-        os.chmod(path, 0o666 & ~umask)
-        return
-    os.chmod(path, 0o777 & ~umask)
-    for root, dirs, files in os.walk(path):
-        for d in dirs:
-            os.chmod(os.path.join(root, d), 0o777 & ~umask)
-        for f in files:
-            os.chmod(os.path.join(root, f), 0o666 & ~umask)
 
 
 def recover_interrupted_saves(parent, name):

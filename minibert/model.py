@@ -19,16 +19,9 @@ from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
 from .compat import TransformersHabits, as_minibert_config
+from .config import ACT2FN
 from .outputs import ModelOutput, model_output  # noqa: F401 (heads.py imports them here)
 
-ACT2FN = {
-    "gelu": F.gelu,  # the exact erf form, as in the original BERT
-    "gelu_new": partial(F.gelu, approximate="tanh"),
-    "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
-    "relu": F.relu,
-    "silu": F.silu,
-    "swish": F.silu,
-}
 
 
 class Dropout(nn.Dropout):

@@ -9,7 +9,7 @@ from conftest import word_tokenizer
 
 import minibert
 from minibert import finetune
-from minibert.metrics import pseudo_log_likelihoods
+from minibert.scoring import pseudo_log_likelihoods
 
 DOCS = [[f"sentence {d} {i} of document {d} has quite a few words in it" for i in range(6)] for d in range(5)]
 

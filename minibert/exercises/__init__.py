@@ -9,161 +9,28 @@ answers to a notebook's "check yourself" questions and explains each one.
     quiz("03", q1="B", q2="A")              # -> right or wrong, with a one-line explanation
 
 The checks live in one module per notebook topic (language_modeling.py, masked_lm.py, ...); the end of
-this file imports each module's `check_*` functions and its QUIZ. Most checks are written as data: a
+this file imports each module's `check_*` functions and its QUIZ; framework.py holds what they share. Most checks are written as data: a
 `*_variants` function computes the right answer and what each usual slip returns, a `*_HINTS` table maps each
-slip to its hint, and first_matching_hint (below) finds the slip that explains a wrong answer.
+slip to its hint, and first_matching_hint (framework.py) finds the slip that explains a wrong answer.
 """
 
-import operator
-from dataclasses import dataclass, field
+from .framework import (CLS, MASK, PAD, QUIZZES, SEP, UNK, Question, QuizResult, Result, first_matching_hint,  # noqa: F401
+                        quiz, quiz_of, run_check, same_number, show_quiz)
 
-from ..tokenizer import SPECIAL_TOKENS
-
-# the course tokenizer's special-token ids, which the checks' hand-made batches use
-PAD, UNK, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
-
-
-@dataclass
-class Result:
-    """The verdict of a check. It is truthy only when the exercise is solved."""
-    exercise: str
-    status: str  # "passed", "not done" or "wrong"
-    hint: str = ""
-
-    def __bool__(self):
-        return self.status == "passed"
-
-    @property
-    def message(self):
-        if self.status == "passed":
-            return f"✓ {self.exercise}: correct{' - ' + self.hint if self.hint else ''}"
-        if self.status == "not done":
-            return f"○ {self.exercise}: not done yet - replace `raise NotImplementedError` with your code, then run the check again"
-        return f"✗ {self.exercise}: {self.hint}"
-
-    def __repr__(self):
-        return self.message
-
-    __str__ = __repr__
-
-
-def run_check(exercise, judge, *args):
-    """Call judge(*args), which returns None when everything is right or a hint naming the mistake.
-    Your unfinished stub (NotImplementedError) is "not done"; any other error in your code is reported,
-    never raised, so a notebook always runs to the end."""
-    try:
-        hint = judge(*args)
-    except NotImplementedError:
-        return Result(exercise, "not done")
-    except Exception as e:  # the student's code failed: say how, do not crash the notebook
-        return Result(exercise, "wrong", f"your code raised {type(e).__name__}: {e}")
-    return Result(exercise, "passed") if hint is None else Result(exercise, "wrong", hint)
-
-
-def first_matching_hint(got, variants, hints, same=operator.eq):
-    """The hint of the first slip whose output is `got`, or None when no slip explains it.
-
-    variants: slip name -> what that slip returns ("right" first, then the slips), as each module's
-    `*_variants` function computes them; hints: slip name -> hint, tried in the table's order. same(got, output)
-    says whether two answers agree (torch.allclose for tensors, a tolerance for floats, == by default). A slip
-    missing from `variants` (one that this case cannot show) is skipped."""
-    for name, hint in hints.items():
-        if name in variants and same(got, variants[name]):
-            return hint
-    return None
-
-
-def same_number(got, value):
-    """Does a numeric answer agree with a value, to 1e-4 (relative above 1)? float32 arithmetic leaves a little
-    error: 100 * 0.6 is not exactly 60."""
-    return abs(got - value) < 1e-4 * max(1.0, abs(value))
-
-
-@dataclass
-class Question:
-    text: str
-    options: dict  # letter -> option text
-    answer: str  # the right letter
-    why: str  # one line: why the right answer is right
-    wrong: dict = field(default_factory=dict)  # letter -> why that option is wrong (optional)
-    code: str = ""  # "predict the output": a short program; the right option is exactly what it prints
-
-
-QUIZZES = {}  # notebook number ("03") -> {"q1": Question, ...}
-
-
-def show_quiz(notebook):
-    """Print a notebook's quiz questions and options."""
-    for name, q in quiz_of(notebook).items():
-        print(f"{name}. {q.text}")
-        if q.code:
-            print("\n".join("      " + line for line in q.code.strip().splitlines()))
-        for letter, option in q.options.items():
-            print(f"   {letter}) {option}")
-
-
-def quiz(notebook, answers=None, **kwargs):
-    """Mark answers to a notebook's quiz: quiz("03", q1="B"), or quiz("03", my_answers) where
-    my_answers is a dict or a function returning one."""
-    questions = quiz_of(notebook)
-    if callable(answers):
-        try:
-            answers = answers()
-        except NotImplementedError:
-            return QuizResult(notebook, [f"○ quiz {notebook}: not answered yet"], 0, len(questions))
-    answers = {**(answers or {}), **kwargs}
-    lines, right = [], 0
-    for name, given in answers.items():
-        if name not in questions:
-            raise ValueError(f"quiz {notebook} has no question {name!r}; its questions are {', '.join(questions)}")
-        q = questions[name]
-        given = str(given).strip().upper()
-        if given not in q.options:
-            raise ValueError(f"{name}: answer with one of {', '.join(q.options)}, not {given!r}")
-        if given == q.answer:
-            right += 1
-            lines.append(f"✓ {name}: right. {q.why}")
-        else:
-            reason = q.wrong.get(given, "")
-            lines.append(f"✗ {name}: {given} is not it.{' ' + reason if reason else ''} The answer is {q.answer}: {q.why}")
-    return QuizResult(notebook, lines, right, len(questions))
-
-
-@dataclass
-class QuizResult:
-    notebook: str
-    lines: list
-    right: int
-    total: int
-
-    def __repr__(self):
-        return "\n".join(self.lines + [f"{self.right} of {self.total} right"])
-
-    __str__ = __repr__
-
-
-def quiz_of(notebook):
-    notebook = f"{int(notebook):02d}" if str(notebook).isdigit() else str(notebook)
-    if notebook not in QUIZZES:
-        raise ValueError(f"no quiz for notebook {notebook!r}; quizzes exist for {', '.join(sorted(QUIZZES))}")
-    return QUIZZES[notebook]
-
-
-# ---- the exercises of each notebook (they import Question, run_check and first_matching_hint from above) ----
-from . import (architecture, attention, decoders, fine_tuning, language_modeling, masked_lm,  # noqa: E402
+from . import (architecture, attention, decoders, fine_tuning, language_modeling, masked_lm,
                objectives, pretraining, sentence_pairs, tokenization, welcome)
-from .architecture import check_causal_attention, check_embedding_parameters, check_layer_parameters  # noqa: E402
-from .attention import check_attention_entropy, check_attention_to, check_masked_attention  # noqa: E402
-from .decoders import check_decoder_inputs, check_greedy_decode  # noqa: E402
-from .fine_tuning import check_freeze_encoder, check_stratified_subset  # noqa: E402
-from .language_modeling import (check_causal_lm_loss, check_make_causal_labels, check_next_token_targets,  # noqa: E402
+from .architecture import check_causal_attention, check_embedding_parameters, check_layer_parameters
+from .attention import check_attention_entropy, check_attention_to, check_masked_attention
+from .decoders import check_decoder_inputs, check_greedy_decode
+from .fine_tuning import check_freeze_encoder, check_stratified_subset
+from .language_modeling import (check_causal_lm_loss, check_make_causal_labels, check_next_token_targets,
                                 check_top_k_filter)
-from .masked_lm import check_mask_tokens, check_mask_with_budget, check_mlm_accuracy  # noqa: E402
-from .objectives import check_majority_baseline, check_mean_pool  # noqa: E402
-from .pretraining import check_pretraining_loss, check_train_step  # noqa: E402
-from .sentence_pairs import check_make_nsp_dataset, check_make_nsp_pair, check_make_sop_pair  # noqa: E402
-from .tokenization import check_attention_mask_from_lengths, check_encode_pair, check_wordpiece_split  # noqa: E402
-from .welcome import check_count_words, check_longest_document  # noqa: E402
+from .masked_lm import check_mask_tokens, check_mask_with_budget, check_mlm_accuracy
+from .objectives import check_majority_baseline, check_mean_pool
+from .pretraining import check_pretraining_loss, check_train_step
+from .sentence_pairs import check_make_nsp_dataset, check_make_nsp_pair, check_make_sop_pair
+from .tokenization import check_attention_mask_from_lengths, check_encode_pair, check_wordpiece_split
+from .welcome import check_count_words, check_longest_document
 
 MODULES = (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs, pretraining,
            attention, objectives, decoders, fine_tuning)  # in the order of the notebooks

@@ -5,7 +5,7 @@ import math
 import torch
 
 from ..config import BertConfig
-from . import Question, first_matching_hint, run_check
+from .framework import Question, first_matching_hint, run_check
 
 EX = "02"
 

@@ -3,7 +3,7 @@
 import torch
 
 from ..labels import shift_labels
-from . import CLS, PAD, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, PAD, SEP, Question, first_matching_hint, run_check
 
 EX = "09"
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from . import Question, run_check
+from .framework import Question, run_check
 
 EX = "10"
 

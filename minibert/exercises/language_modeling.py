@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ..labels import shift_labels
-from . import Question, first_matching_hint, run_check, same_number
+from .framework import Question, first_matching_hint, run_check, same_number
 
 EX = "03"
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from . import CLS, MASK, PAD, SEP, Question, first_matching_hint, run_check, same_number
+from .framework import CLS, MASK, PAD, SEP, Question, first_matching_hint, run_check, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000

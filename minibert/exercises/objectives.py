@@ -5,7 +5,7 @@ from collections import Counter
 import torch
 
 from ..probe import mean_pool as reference_mean_pool
-from . import Question, first_matching_hint, run_check
+from .framework import Question, first_matching_hint, run_check
 
 EX = "08"
 

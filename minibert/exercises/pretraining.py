@@ -5,7 +5,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from . import CLS, MASK, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, MASK, SEP, Question, first_matching_hint, run_check
 
 EX = "06"
 

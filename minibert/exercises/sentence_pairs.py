@@ -2,7 +2,7 @@
 
 import random
 
-from . import CLS, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, SEP, Question, first_matching_hint, run_check
 
 EX = "05"
 

@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import torch
 
-from . import Question, first_matching_hint, run_check
+from .framework import Question, first_matching_hint, run_check
 
 EX = "01"
 

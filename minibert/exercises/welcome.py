@@ -1,6 +1,6 @@
 """Exercises and quiz of notebook 00, welcome: the corpus at a glance."""
 
-from . import Question, first_matching_hint, run_check
+from .framework import Question, first_matching_hint, run_check
 
 EX = "00"
 
