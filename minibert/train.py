@@ -11,7 +11,6 @@ transformers' format that resume exactly (same data order, masks, dropout and op
 import contextlib
 import dataclasses
 import errno
-import hashlib
 import json
 import math
 import os
@@ -24,6 +23,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from . import heads
+from .cache import TRAINING_CODE, fingerprint
 from .config import BertConfig
 from .corpus import load_corpus, split_corpus
 from .data import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
@@ -189,21 +189,15 @@ def setup_distributed():
     return rank, world, torch.device("cpu")
 
 
-TRAINING_CODE = ("config.py", "model.py", "heads.py", "labels.py", "data.py", "metrics.py", "train.py", "hub.py")
 
 
 def run_key(args, train_examples, model):
     """A fingerprint of everything that decides a run's outcome: settings, the source of the modules
     that train, the training examples and the initial weights. A saved run is reused only under the
     same key."""
-    h = hashlib.sha256(json.dumps(dataclasses.asdict(args), sort_keys=True).encode())
-    for name in TRAINING_CODE:
-        with open(os.path.join(os.path.dirname(__file__), name), "rb") as f:
-            h.update(f.read())
-    h.update(json.dumps([e["input_ids"] for e in train_examples]).encode())
-    for tensor in model.state_dict().values():
-        h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-    return h.hexdigest()[:20]
+    weights = (t.detach().cpu().contiguous().numpy().tobytes() for t in model.state_dict().values())
+    return fingerprint(dataclasses.asdict(args), [e["input_ids"] for e in train_examples], code=TRAINING_CODE,
+                       blobs=weights)
 
 
 class Trainer:

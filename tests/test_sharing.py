@@ -216,3 +216,21 @@ def test_a_run_into_a_folder_the_user_cannot_write_is_refused_before_training(sh
     # the check that runs before the first step says this; a save failing after training would not
     assert "is not writable for you" in student.stdout and "choose a folder of your own" in student.stdout
     assert not os.listdir(shared_tmp)
+
+
+def test_one_fingerprint_names_a_result_by_all_that_decides_it(tmp_path, monkeypatch):
+    from minibert import cache
+    monkeypatch.setattr(cache, "__file__", str(tmp_path / "cache.py"))  # code= names files beside it
+    (tmp_path / "train.py").write_text("lr = 1e-3\n")
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"\x00" * 8)
+    key = cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"])
+    assert key == cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"])
+    changed = [cache.fingerprint({"steps": 11}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"]),
+               cache.fingerprint({"steps": 10}, [[2, 5, 4]], code=("train.py",), files=[weights], blobs=[b"init"]),
+               cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"other"])]
+    (tmp_path / "train.py").write_text("lr = 2e-3\n")  # a changed line of code
+    changed.append(cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"]))
+    weights.write_bytes(b"\x01" * 8)  # other weights
+    changed.append(cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"]))
+    assert key not in changed and len(set(changed)) == len(changed)
