@@ -3,7 +3,7 @@ against spelled out (q @ k.T, softmax, @ v), in fp32 and under bf16 autocast.
 
     python benchmarks/attention.py
 
-This is the measurement behind `minibert.model.needs_spelled_out_attention`: on a CPU, in bf16, the fused
+This is the measurement behind `minibert.fast.use_fused_attention`: on a CPU, in bf16, the fused
 kernel's backward pass is slow for short sequences, so training spells attention out there. Shapes: the
 course's tiny preset (64 sequences of 64 tokens, 2 heads), the mini preset, and longer sequences. Steps
 alternate between the two paths; the medians are printed. Not a test: a script that prints figures.
@@ -16,6 +16,7 @@ import torch
 
 import minibert
 from minibert import model as modeling
+from minibert.fast import use_fused_attention
 
 SHAPES = [  # (batch, tokens, hidden, heads)
     (64, 64, 128, 2),
@@ -28,7 +29,7 @@ SHAPES = [  # (batch, tokens, hidden, heads)
 
 def step(layer, x, mask, bf16):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        y, _, _ = layer(x, bias=mask)
+        y = layer(x, bias=mask)
     y.float().sum().backward()
 
 
@@ -38,22 +39,17 @@ def time_paths(batch, tokens, hidden, heads, bf16, repeats=12):
     layer = modeling.MultiHeadAttention(config).train()
     x = torch.randn(batch, tokens, hidden, requires_grad=True)
     mask = torch.zeros(batch, 1, 1, tokens)  # an additive padding mask that hides nothing
-    rules = {"fused": lambda dropout, q: False, "spelled out": lambda dropout, q: True}
-    times = {name: [] for name in rules}
-    choose = modeling.needs_spelled_out_attention
-    try:
-        for i in range(repeats + 2):
-            for name, rule in rules.items():
-                modeling.needs_spelled_out_attention = rule
-                start = time.perf_counter()
-                step(layer, x, mask, bf16)
-                if i >= 2:  # the first two are warm-up
-                    times[name].append(time.perf_counter() - start)
-        modeling.needs_spelled_out_attention = choose
-        taken = "spelled out" if choose(layer.dropout, torch.zeros(1, 1, tokens, 1,
-                                        dtype=torch.bfloat16 if bf16 else torch.float32)) else "fused"
-    finally:
-        modeling.needs_spelled_out_attention = choose
+    paths = {"fused": "sdpa", "spelled out": "eager"}  # the layer's switch, set for each timing
+    times = {name: [] for name in paths}
+    for i in range(repeats + 2):
+        for name, implementation in paths.items():
+            layer.implementation = implementation
+            start = time.perf_counter()
+            step(layer, x, mask, bf16)
+            if i >= 2:  # the first two are warm-up
+                times[name].append(time.perf_counter() - start)
+    q = torch.zeros(1, 1, tokens, 1, dtype=torch.bfloat16 if bf16 else torch.float32)
+    taken = "fused" if use_fused_attention(None, False, layer.dropout, q) else "spelled out"
     return {name: 1000 * statistics.median(t) for name, t in times.items()}, taken
 
 

@@ -1,6 +1,10 @@
 """Speed tricks, kept out of the model's reading path. Each gives the same numbers as the plain PyTorch
 line it replaces (tests/test_fast_paths.py checks it against that line).
 
+Dropout: nn.Dropout with a cheaper random mask on the CPU.
+use_fused_attention / fused_attention: PyTorch's fused attention kernel where it is the faster path.
+gather_positions: the rows an encoder's last layer computes when the heads read only a few positions.
+
 cross_entropy_in_chunks: the language-model loss over a large vocabulary, for bfloat16 logits.
     F.cross_entropy(logits.float(), labels) makes a float32 copy of the (N, V) logits, a float32 table
     of log-probabilities and, in the backward pass, a zero-filled float32 gradient table and a cast back
@@ -10,6 +14,8 @@ cross_entropy_in_chunks: the language-model loss over a large vocabulary, for bf
 """
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 ROWS_PER_CHUNK = 32  # 32 rows of an 8,000-token vocabulary in float32: 1 MB, within a core's cache
 
@@ -47,3 +53,48 @@ def cross_entropy_in_chunks(logits, labels, ignore_index):
     """The mean cross-entropy of (N, V) logits and (N,) labels: F.cross_entropy(logits.float(), labels,
     ignore_index=ignore_index), computed a few rows at a time."""
     return ChunkedCrossEntropy.apply(logits, labels, ignore_index)
+
+
+class Dropout(nn.Dropout):
+    """nn.Dropout with a cheaper mask on the CPU. There torch draws one random number per element for
+    its Bernoulli mask, a visible share of a training step; here one 64-bit draw makes four 16-bit
+    ones, and an element is dropped when its draw is among the lowest p of them (p to within 1/65536)."""
+
+    def forward(self, x):
+        if not self.training or self.p in (0.0, 1.0) or x.device.type != "cpu":
+            return F.dropout(x, self.p, self.training)
+        n = x.numel()
+        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64)
+        draws = draws.view(torch.int16)[:n].view(x.shape)  # uniform over -32768..32767
+        keep = draws >= round(self.p * 2 ** 16) - 2 ** 15
+        return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
+
+
+def gather_positions(x, positions):
+    """x (B, T, C) -> (B, K, C), the rows at positions (B, K). When the heads read only a few positions
+    (the masked ones and [CLS]: about a sixth at 15% masking), the encoder's last layer computes only
+    those rows, while their attention still reads every token: a sixth less of the encoder's work."""
+    return x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
+
+
+def fused_attention(q, k, v, bias, is_causal, dropout_p):
+    """PyTorch's scaled_dot_product_attention: the same softmax(q k^T / sqrt(d)) v as model.attention, in
+    one fused kernel that never stores the (T, S) weights."""
+    bias = None if bias is None else bias.to(q.dtype)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
+
+
+SPELLED_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is written out
+
+
+def use_fused_attention(implementation, output_attentions, dropout, q):
+    """The one switch between the two attention paths: the fused kernel unless the weights are asked
+    for (it never makes them) or the config says "eager"; "sdpa" always fuses. Left to minibert (None),
+    it writes attention out where that is the faster path: training on a CPU with attention dropout
+    (the kernel draws its mask slowly there) or in bf16 with up to 256 positions (the kernel's backward
+    pass is the slower one there; benchmarks/attention.py times both)."""
+    if output_attentions or implementation == "eager":
+        return False
+    if implementation == "sdpa" or not (dropout.training and q.device.type == "cpu"):
+        return True
+    return not (dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= SPELLED_OUT_MAX_POSITIONS))

@@ -24,7 +24,8 @@ from . import labels as label_rules  # label_rules.shift_labels: get_accuracy ha
 from .labels import check_causal_labels, shift_labels
 from .scoring import pseudo_perplexity
 from .config import ACT2FN
-from .model import BertModel, BertPreTrainedModel, Dropout, ModelOutput, decoder_config, model_output
+from .fast import Dropout
+from .model import BertModel, BertPreTrainedModel, ModelOutput, decoder_config, model_output
 
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source

@@ -13,30 +13,14 @@ import math
 from functools import partial
 
 import torch
-import torch.nn.functional as F
 import torch.utils.checkpoint
 from torch import nn
 
 from .checks import ID_ARGUMENTS, as_tensor, check_inputs
 from .compat import TransformersHabits, as_minibert_config
 from .config import ACT2FN
+from .fast import Dropout, fused_attention, gather_positions, use_fused_attention  # speed, same numbers
 from .outputs import ModelOutput, model_output  # noqa: F401 (heads.py imports them here)
-
-
-
-class Dropout(nn.Dropout):
-    """nn.Dropout with a cheaper mask on the CPU. There torch draws one random number per element for
-    its Bernoulli mask, a visible share of a training step; here one 64-bit draw makes four 16-bit
-    ones, and an element is dropped when its draw is among the lowest p of them (p to within 1/65536)."""
-
-    def forward(self, x):
-        if not self.training or self.p in (0.0, 1.0) or x.device.type != "cpu":
-            return F.dropout(x, self.p, self.training)
-        n = x.numel()
-        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64)
-        draws = draws.view(torch.int16)[:n].view(x.shape)  # uniform over -32768..32767
-        keep = draws >= round(self.p * 2 ** 16) - 2 ** 15
-        return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
 
 
 class BertEmbeddings(nn.Module):
@@ -63,13 +47,25 @@ class BertEmbeddings(nn.Module):
         return self.dropout(self.LayerNorm(x))
 
 
-class MultiHeadAttention(nn.Module):
-    """Scaled dot-product attention over num_attention_heads heads.
+def attention(q, k, v, bias=None, is_causal=False, dropout=None):
+    """Scaled dot-product attention, written out: each query's weights over the keys are
+    softmax(q k^T / sqrt(d) + bias), and its output is the weighted sum of the values.
+    q (B, nh, T, hs), k and v (B, nh, S, hs) -> output (B, nh, T, hs) and weights (B, nh, T, S)."""
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # (B, nh, T, S)
+    if bias is not None:
+        scores = scores + bias.to(q.dtype)  # -inf-like where a query may not look (padding, the future)
+    if is_causal:
+        T, S = scores.shape[-2:]
+        scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool, device=q.device).triu(1), float("-inf"))
+    weights = scores.softmax(dim=-1)  # each row sums to 1
+    return (weights if dropout is None else dropout(weights)) @ v, weights
 
-    Queries come from x. Keys and values come from x too (self-attention) or, in a decoder's
-    cross-attention, from the encoder's output. `cache` holds the keys and values of earlier
-    decoding steps (or the encoder's, which do not change).
-    """
+
+class MultiHeadAttention(nn.Module):
+    """attention() over num_attention_heads heads. Queries come from x; keys and values from `context`:
+    x itself (self-attention), the encoder's output (a decoder's cross-attention), or the whole sequence
+    when x holds only some of its positions (see BertEncoder). `cache` holds the keys and values of
+    earlier decoding steps (or the encoder's, which do not change)."""
 
     def __init__(self, config, is_cross_attention=False):
         super().__init__()
@@ -80,48 +76,33 @@ class MultiHeadAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = Dropout(config.attention_probs_dropout_prob)
-        self.implementation = config.attn_implementation  # "eager", "sdpa", or None: see spelled_out
-
-    def spelled_out(self, q, output_attentions):
-        """Whether this call writes attention out (eager) rather than calling the fused kernel (sdpa): when
-        the weights are asked for, when the config says eager, and, left to minibert, where it is faster."""
-        if output_attentions or self.implementation == "eager":
-            return True
-        return self.implementation is None and needs_spelled_out_attention(self.dropout, q)
+        self.implementation = config.attn_implementation  # "eager" written out, "sdpa" fused, None: the faster
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
-    def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, cache=None,
-                output_attentions=False, queries_at=None):
+    def forward(self, x, context=None, bias=None):
+        """x (B, T, C) -> (B, T, C): what the layer computes. attend() also returns what the model keeps."""
+        return self.attend(x, context, bias)[0]
+
+    def attend(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False):
         """x (B, T, C) -> (B, T, C), the weights (B, nh, T, S) if asked for, and the keys and values."""
         if self.is_cross_attention and cache is not None:
             k, v = cache  # the encoder's keys and values, computed at the first decoding step
         else:
-            source = encoder_hidden_states if self.is_cross_attention else x
+            source = x if context is None else context
             k, v = self.split_heads(self.key(source)), self.split_heads(self.value(source))  # (B, nh, S, hs)
             if cache is not None:
                 k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
-        if queries_at is not None:
-            x = gather_positions(x, queries_at)  # (B, K, C): see gather_positions
         q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        if self.spelled_out(q, output_attentions):
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_size)  # (B, nh, T, S)
-            if bias is not None:
-                scores = scores + bias.to(q.dtype)  # -inf-like where a query may not look
-            if is_causal:
-                T, S = scores.shape[-2:]
-                scores = scores.masked_fill(torch.ones(T, S, dtype=torch.bool, device=q.device).triu(1),
-                                            float("-inf"))
-            probs = scores.softmax(dim=-1)  # each row sums to 1
-            y = self.dropout(probs) @ v  # (B, nh, T, hs)
+        if use_fused_attention(self.implementation, output_attentions, self.dropout, q):  # same numbers, faster
+            y, weights = fused_attention(q, k, v, bias, is_causal, self.dropout.p if self.training else 0.0), None
         else:
-            probs = None
-            y = fused_attention(q, k, v, bias, is_causal, self.dropout.p if self.training else 0.0)
+            y, weights = attention(q, k, v, bias, is_causal, self.dropout)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
-        return y, probs, (k, v)
+        return y, weights, (k, v)
 
 
 class ResidualNorm(nn.Module):
@@ -146,10 +127,9 @@ class BertAttention(nn.Module):
         self.self = MultiHeadAttention(config, is_cross_attention)
         self.output = ResidualNorm(config, config.hidden_size)
 
-    def forward(self, x, queries_at=None, **kwargs):
-        y, probs, kv = self.self(x, queries_at=queries_at, **kwargs)
-        residual = x if queries_at is None else gather_positions(x, queries_at)
-        return self.output(y, residual), probs, kv
+    def forward(self, x, **kwargs):
+        y, weights, kv = self.self.attend(x, **kwargs)
+        return self.output(y, x), weights, kv
 
 
 class BertIntermediate(nn.Module):
@@ -173,16 +153,16 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = ResidualNorm(config, config.intermediate_size)
 
-    def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None, cache=None,
-                output_attentions=False, positions=None):
-        """x (B, T, C) -> (B, T, C); with positions (B, K), only those rows: (B, K, C)."""
+    def forward(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
+                cache=None, output_attentions=False):
+        """x (B, T, C) -> (B, T, C), the attention weights and the keys and values of this layer.
+        context: what self-attention reads, when x holds only some of its positions (see BertEncoder)."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
-        x, att, kv = self.attention(x, bias=bias, is_causal=is_causal, cache=self_cache,
-                                    output_attentions=output_attentions, queries_at=positions)
+        x, att, kv = self.attention(x, context=context, bias=bias, is_causal=is_causal, cache=self_cache,
+                                    output_attentions=output_attentions)
         cross_att = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_att, cross_kv = self.crossattention(x, bias=encoder_bias,
-                                                         encoder_hidden_states=encoder_hidden_states,
+            x, cross_att, cross_kv = self.crossattention(x, context=encoder_hidden_states, bias=encoder_bias,
                                                          cache=cross_cache, output_attentions=output_attentions)
             kv = kv + cross_kv  # (self k, self v, cross k, cross v): one cache entry per layer
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
@@ -199,49 +179,24 @@ class BertEncoder(nn.Module):
 
     def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
                 past_key_values=None, output_attentions=False, positions=None):
+        """positions (B, K): the rows the heads will read (the masked ones and [CLS]). The last layer then
+        computes only those rows, their attention still reading the whole sequence (its context)."""
         hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
         for i, layer in enumerate(self.layer):
-            last = i == len(self.layer) - 1
+            context = None
+            if positions is not None and i == len(self.layer) - 1:
+                context, x = x, gather_positions(x, positions)  # (B, K, C) queries, (B, T, C) keys and values
             if self.training and self.checkpoint_every and i % self.checkpoint_every == 0:  # recomputed backward
                 layer = partial(torch.utils.checkpoint.checkpoint, layer, use_reentrant=False)
             x, att, cross_att, kv = layer(
-                x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
+                x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
                 encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
-                output_attentions=output_attentions,
-                positions=positions if last else None)  # see gather_positions
+                output_attentions=output_attentions)
             hidden_states += (x,)
             attentions += (att,)
             cross_attentions += (cross_att,)
             presents += (kv,)
         return x, hidden_states, attentions, cross_attentions, presents
-
-
-# ---- speed-ups, each changing no number (tests/test_fast_paths.py checks that) ----
-
-def gather_positions(x, positions):
-    """x (B, T, C) -> (B, K, C), the rows at positions (B, K). The last layer of an encoder whose heads
-    read only a few positions (the masked ones and [CLS]: about a sixth at 15% masking) computes only
-    those; their attention still reads every token. Saves about a sixth of the encoder's work."""
-    return x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
-
-
-def fused_attention(q, k, v, bias, is_causal, dropout_p):
-    """PyTorch's scaled_dot_product_attention: the same softmax(q k^T / sqrt(d)) v as the spelled-out
-    path, in one fused kernel that never stores the (T, S) weights. Faster and lighter."""
-    bias = None if bias is None else bias.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
-
-
-SPELLED_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is spelled out
-
-
-def needs_spelled_out_attention(dropout, q):
-    """Training on a CPU, the spelled-out path is the faster one in two cases: with attention dropout
-    (the fused kernel draws its dropout mask slowly there), and in bf16 with up to 256 positions, where
-    the fused kernel's backward pass is the slower one (benchmarks/attention.py times both)."""
-    if not (dropout.training and q.device.type == "cpu"):
-        return False
-    return dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= SPELLED_OUT_MAX_POSITIONS)
 
 
 class BertPooler(nn.Module):

@@ -124,25 +124,26 @@ def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused
                                  is_decoder=cls is minibert.BertForCausalLM)
     model = randomize(cls(config), seed=8).train()
     batch = make_batch(CONFIGS["gelu"])
-    choose = minibert.model.needs_spelled_out_attention
+    choose = minibert.fast.use_fused_attention
     chosen = []
 
     def loss_and_grads(rule):
-        monkeypatch.setattr(minibert.model, "needs_spelled_out_attention", rule)
+        monkeypatch.setattr(minibert.model, "use_fused_attention", rule)
         model.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = model(batch["input_ids"], batch["attention_mask"], labels=batch["mlm_labels"])
         out.loss.backward()
         return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}
 
-    spelled = loss_and_grads(lambda dropout, q: chosen.append(choose(dropout, q)) or chosen[-1])
-    fused = loss_and_grads(lambda dropout, q: False)
-    assert chosen and all(chosen)  # every layer took the spelled-out path
+    spelled = loss_and_grads(lambda *args: chosen.append(choose(*args)) or chosen[-1])
+    fused = loss_and_grads(lambda *args: True)
+    assert chosen and not any(chosen)  # every layer took the spelled-out path
     assert abs(spelled[0] - fused[0]) < 1e-2 * abs(fused[0])
     a, b = (torch.cat([g.flatten() for g in grads[1].values()]) for grads in (spelled, fused))
     assert (a - b).norm() < 0.02 * b.norm()  # bf16 rounds differently in the two paths: 1-2%, not more
     model.eval()
-    assert not choose(model.bert.encoder.layer[0].attention.self.dropout, torch.zeros(1, 1, 4, 8, dtype=torch.bfloat16))
+    assert choose(None, False, model.bert.encoder.layer[0].attention.self.dropout,
+                  torch.zeros(1, 1, 4, 8, dtype=torch.bfloat16))  # not training: the fused kernel
 
 
 @pytest.mark.parametrize("rows", [1, 31, 100], ids=lambda n: f"{n}_rows")
