@@ -35,9 +35,9 @@ $(STAMP): pyproject.toml requirements.txt
 THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
 test: $(STAMP)
 	status=0; \
-	$(BIN)/python -m pytest tests/test_student_versions.py --durations=3 || status=1; \
+	$(BIN)/python -m pytest tests/course/test_student_versions.py --durations=3 || status=1; \
 	OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest -n 2 --dist loadfile tests $(NOTEBOOKS) \
-		--ignore=tests/test_student_versions.py --nbval-lax --nbval-current-env --nbval-cell-timeout=300 \
+		--ignore=tests/course/test_student_versions.py --nbval-lax --nbval-current-env --nbval-cell-timeout=300 \
 		--durations=15 || status=1; \
 	exit $$status
 

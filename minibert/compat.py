@@ -2,7 +2,7 @@
 a transformers BertConfig taken as it is, the attributes its tools read (`main_input_name`,
 `base_model_prefix`, `can_generate()`, the attention flags) and the embedding tables
 (`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after `tokenizer.add_tokens`).
-Every minibert model has them through BertPreTrainedModel; tests/test_api.py compares each with
+Every minibert model has them through BertPreTrainedModel; tests/model/test_api.py compares each with
 transformers' on the same weights.
 """
 

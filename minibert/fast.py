@@ -1,5 +1,5 @@
 """Speed tricks, kept out of the model's reading path. Each gives the same numbers as the plain PyTorch
-line it replaces (tests/test_fast_paths.py checks it against that line).
+line it replaces (tests/model/test_fast_paths.py checks it against that line).
 
 Dropout: nn.Dropout with a cheaper random mask on the CPU.
 use_fused_attention / fused_attention: PyTorch's fused attention kernel where it is the faster path.

@@ -1,7 +1,7 @@
 """Draw every picture of the README and the course as PNG:  python -m minibert.figures OUTDIR [NAME ...]
 
 The same input gives the same bytes: fixed examples and seeds, a fixed dpi, and no timestamp or
-version string in the files (matplotlib's Agg renderer, without pyplot). tests/test_figures.py
+version string in the files (matplotlib's Agg renderer, without pyplot). tests/course/test_figures.py
 redraws them and compares with the ones committed in figures/, so a picture that changes or breaks
 is noticed. The learning curves are those of the course's live mlm+nsp run (trained once, about a
 minute on a laptop CPU, then loaded from the cache); its numbers are written beside the picture

@@ -5,7 +5,7 @@ import random
 
 import pytest
 import torch
-from conftest import word_tokenizer
+from helpers import word_tokenizer
 
 import minibert
 from minibert import finetune

@@ -18,8 +18,8 @@ from matplotlib.testing.compare import compare_images
 import minibert
 from minibert import figures, viz
 from minibert.data import DECISIONS, KEPT, MASKED, NOT_SELECTED, RANDOM
+from helpers import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMMITTED = os.path.join(ROOT, "figures")
 TOL = 2.0  # RMS difference on a 0-255 scale: fonts may differ by a pixel here and there, a changed picture does not
 

@@ -5,11 +5,12 @@ import os
 
 import nbformat
 import pytest
-from conftest import check_cells, outputs_text
+from helpers import ROOT, check_cells, outputs_text
 
 from minibert.course import BEGIN, END, notebook_paths, write_student_versions
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+pytestmark = pytest.mark.slow
+
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
 
 

@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_majority_baseline, check_mean_pool
 

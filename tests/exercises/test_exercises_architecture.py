@@ -4,7 +4,7 @@ import math
 
 import torch
 import torch.nn.functional as F
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 import minibert
 from minibert.exercises import check_causal_attention, check_embedding_parameters, check_layer_parameters

@@ -12,7 +12,7 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, PAIRS, make_batch, randomize, word_tokenizer
+from helpers import CONFIGS, PAIRS, make_batch, randomize, word_tokenizer
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
@@ -117,15 +117,6 @@ def test_transformers_trainer_fine_tunes_a_minibert_classifier(tmp_path):
 
 
 # ---- generation: left padding, several sequences per prompt, max_length ----
-
-@pytest.fixture(scope="module")
-def causal_pair(tmp_path_factory):
-    path = tmp_path_factory.mktemp("causal")
-    theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**CONFIGS["gelu_new"], is_decoder=True)),
-                       seed=7).eval()
-    theirs.save_pretrained(path)
-    return minibert.BertForCausalLM.from_pretrained(path).eval(), theirs
-
 
 def left_padded_batch():
     """Three prompts of 6, 4 and 2 tokens, padded on the left to 6."""

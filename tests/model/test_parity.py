@@ -7,7 +7,7 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, PAIRS, make_batch, randomize
+from helpers import CONFIGS, PAIRS, make_batch, randomize
 
 TOL = 1e-4
 

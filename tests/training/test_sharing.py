@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import minibert
+from helpers import ROOT
 
 
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
@@ -111,7 +112,6 @@ def test_a_reader_never_sees_a_folder_that_another_process_is_saving(tmp_path):
 
 SITE_PACKAGES = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
                              "site-packages")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def as_another_user(script, **env):

@@ -1,5 +1,5 @@
 """Classroom use: solutions are stripped cleanly, the solution versions pass every check, and the
-website loads in a real browser (tests/test_student_versions.py runs the student versions)."""
+website loads in a real browser (tests/course/test_student_versions.py runs the student versions)."""
 
 import functools
 import http.server
@@ -10,12 +10,11 @@ import threading
 
 import nbformat
 import pytest
-from conftest import check_cells, outputs_text
+from helpers import ROOT, check_cells, outputs_text
 
 from minibert.course import (BEGIN, COURSE_WORD_BUDGET, END, NUMBER_BUDGET, WORD_BUDGET, build_site, learning_goals,
                              notebook_paths, prose_numbers, prose_words, quoted_measurements, strip_solutions)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
 
 

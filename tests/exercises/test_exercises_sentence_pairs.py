@@ -2,7 +2,7 @@
 
 import random
 
-from conftest import assert_hints, stub, word_tokenizer
+from helpers import assert_hints, stub, word_tokenizer
 
 from minibert.exercises import check_make_nsp_dataset, check_make_nsp_pair, check_make_sop_pair
 

@@ -1,6 +1,6 @@
 """Checks of notebook 00: right answers pass, unfinished stubs are "not done", common mistakes get their hint."""
 
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_count_words, check_longest_document
 

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("budget", ["steps", "minutes"])  # minutes: saves mid-run once hung under torchrun
 def test_two_processes_stay_in_sync_on_different_shards(tmp_path, budget):

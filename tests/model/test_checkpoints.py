@@ -10,7 +10,7 @@ import transformers
 
 import minibert
 from minibert import hub
-from conftest import CONFIGS, make_batch, randomize
+from helpers import CONFIGS, make_batch, randomize
 
 
 def logits_of(model, batch):

@@ -9,6 +9,7 @@ import pytest
 
 from minibert.course import notebook_paths
 from minibert.exercises import QUIZZES, quiz, show_quiz
+from helpers import ROOT
 
 
 @pytest.mark.parametrize("notebook", sorted(QUIZZES))
@@ -30,7 +31,7 @@ def test_quiz_is_well_formed_and_explains_every_answer(notebook, capsys):
 
 
 def test_every_notebook_has_a_quiz():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(ROOT)
     numbers = {os.path.basename(p)[:2] for p in notebook_paths(os.path.join(root, "notebooks"))}
     assert len(numbers) == 11 and numbers <= set(QUIZZES), f"notebooks without a quiz: {sorted(numbers - set(QUIZZES))}"
 

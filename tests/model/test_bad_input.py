@@ -18,7 +18,7 @@ from transformers import PreTrainedTokenizerFast
 
 import minibert
 from minibert.data import collate
-from conftest import CONFIGS
+from helpers import CONFIGS
 
 DOCS = [["The cat sat on the mat.", "The dog ran in the park."],
         ["Birds fly high above the hills.", "Fish swim deep below the waves."],

@@ -3,7 +3,7 @@
 import math
 
 import torch
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_attention_entropy, check_attention_to, check_masked_attention
 

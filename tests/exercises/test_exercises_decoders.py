@@ -1,7 +1,7 @@
 """Checks of notebook 09: right answers pass, unfinished stubs are "not done", common mistakes get their hint."""
 
 import torch
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_decoder_inputs, check_greedy_decode
 

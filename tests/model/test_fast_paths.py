@@ -8,7 +8,7 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, make_batch, randomize
+from helpers import CONFIGS, make_batch, randomize
 
 TOL = 1e-4
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")

@@ -2,7 +2,7 @@
 
 import torch
 import torch.nn.functional as F
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_pretraining_loss, check_train_step
 

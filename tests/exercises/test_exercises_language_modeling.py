@@ -3,7 +3,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 import minibert
 from minibert.exercises import (check_causal_lm_loss, check_make_causal_labels, check_next_token_targets,

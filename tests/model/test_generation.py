@@ -8,24 +8,15 @@ import torch
 import transformers
 
 import minibert
-from conftest import CONFIGS, randomize, word_tokenizer
-
-
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory):
-    path = tmp_path_factory.mktemp("causal")
-    theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**CONFIGS["gelu_new"], is_decoder=True)),
-                       seed=7).eval()
-    theirs.save_pretrained(path)
-    return minibert.BertForCausalLM.from_pretrained(path), theirs
+from helpers import CONFIGS, randomize, word_tokenizer
 
 
 def prompts(n=3, length=5, vocab=120, seed=0):
     return torch.randint(5, vocab, (n, length), generator=torch.Generator().manual_seed(seed))
 
 
-def test_cached_generation_equals_full_recomputation(pair):
-    ours, _ = pair
+def test_cached_generation_equals_full_recomputation(causal_pair):
+    ours, _ = causal_pair
     ids = prompts()
     cached = ours.generate(ids, max_new_tokens=25)
     uncached = ours.generate(ids, max_new_tokens=25, use_cache=False)
@@ -34,8 +25,8 @@ def test_cached_generation_equals_full_recomputation(pair):
     assert torch.equal(cached[:, :5], ids)
 
 
-def test_cached_logits_equal_full_forward(pair):
-    ours, _ = pair
+def test_cached_logits_equal_full_forward(causal_pair):
+    ours, _ = causal_pair
     ids = prompts(length=9)
     with torch.no_grad():
         full = ours(ids).logits
@@ -45,8 +36,8 @@ def test_cached_logits_equal_full_forward(pair):
     assert rest.past_key_values[0][0].shape == (3, 3, 9, 16)  # (B, nh, T, hs)
 
 
-def test_greedy_generation_equals_transformers(pair):
-    ours, theirs = pair
+def test_greedy_generation_equals_transformers(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -54,8 +45,8 @@ def test_greedy_generation_equals_transformers(pair):
     assert torch.equal(ours.generate(ids, max_new_tokens=20), expected)
 
 
-def test_greedy_generation_with_eos_pads_finished_rows_like_transformers(pair):
-    ours, theirs = pair
+def test_greedy_generation_with_eos_pads_finished_rows_like_transformers(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=2)
     free = ours.generate(ids, max_new_tokens=12)
     eos = int(free[0, 7])  # a token the first row produces: make it the end marker
@@ -111,8 +102,8 @@ def an_end_marker(ours, ids):
     dict(num_beams=3, use_cache=False),
     dict(num_beams=3, left_padded=True),
 ])
-def test_beam_search_finds_the_same_sequences_as_transformers(pair, settings):
-    ours, theirs = pair
+def test_beam_search_finds_the_same_sequences_as_transformers(causal_pair, settings):
+    ours, theirs = causal_pair
     settings, ids = dict(settings), prompts(seed=3)
     if settings.pop("ends", False):
         settings["eos_token_id"] = an_end_marker(ours, ids)
@@ -124,8 +115,8 @@ def test_beam_search_finds_the_same_sequences_as_transformers(pair, settings):
     assert not torch.equal(got[:, :greedy.shape[1]], greedy)  # beams choose other tokens than the greedy path
 
 
-def test_beam_search_scores_and_beam_indices_equal_transformers(pair):
-    ours, theirs = pair
+def test_beam_search_scores_and_beam_indices_equal_transformers(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=4)
     expected, got = same_generation(ours, theirs, ids, max_new_tokens=6, num_beams=3, num_return_sequences=2,
                                     eos_token_id=an_end_marker(ours, ids), return_dict_in_generate=True,
@@ -139,8 +130,8 @@ def test_beam_search_scores_and_beam_indices_equal_transformers(pair):
         assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(got[name], expected[name]))
 
 
-def test_greedy_outputs_with_return_dict_in_generate_equal_transformers(pair):
-    ours, theirs = pair
+def test_greedy_outputs_with_return_dict_in_generate_equal_transformers(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=5)
     expected, got = same_generation(ours, theirs, ids, max_new_tokens=5, return_dict_in_generate=True,
                                     output_scores=True, output_logits=True, output_attentions=True,
@@ -162,8 +153,8 @@ def test_greedy_outputs_with_return_dict_in_generate_equal_transformers(pair):
     dict(min_new_tokens=6, ends=True, num_beams=2),
     dict(bad_words=True, remove_invalid_values=True),
 ])
-def test_score_processors_change_the_same_tokens_as_transformers(pair, settings):
-    ours, theirs = pair
+def test_score_processors_change_the_same_tokens_as_transformers(causal_pair, settings):
+    ours, theirs = causal_pair
     settings, ids = dict(settings), prompts(seed=6)
     free = ours.generate(ids, max_new_tokens=10, num_beams=settings.get("num_beams", 1))
     if settings.pop("ends", False):
@@ -182,8 +173,8 @@ def test_score_processors_change_the_same_tokens_as_transformers(pair, settings)
     dict(num_return_sequences=3, top_p=0.9),
     dict(num_beams=3, ends=True),  # beam sampling
 ])
-def test_sampling_draws_the_same_tokens_as_transformers_from_the_same_seed(pair, settings):
-    ours, theirs = pair
+def test_sampling_draws_the_same_tokens_as_transformers_from_the_same_seed(causal_pair, settings):
+    ours, theirs = causal_pair
     settings, ids = dict(settings), prompts(seed=7)
     if settings.pop("ends", False):
         settings["eos_token_id"] = an_end_marker(ours, ids)
@@ -194,8 +185,8 @@ def test_sampling_draws_the_same_tokens_as_transformers_from_the_same_seed(pair,
 
 
 @pytest.mark.parametrize("num_beams", [1, 2])
-def test_generation_from_inputs_embeds_equals_transformers(pair, num_beams):
-    ours, theirs = pair
+def test_generation_from_inputs_embeds_equals_transformers(causal_pair, num_beams):
+    ours, theirs = causal_pair
     ids = prompts(seed=8)
     with torch.no_grad():
         vectors = ours.get_input_embeddings()(ids)
@@ -205,8 +196,8 @@ def test_generation_from_inputs_embeds_equals_transformers(pair, num_beams):
     assert torch.equal(got, ours.generate(ids, max_new_tokens=6, num_beams=num_beams)[:, 5:])
 
 
-def test_generation_config_is_saved_beside_the_weights_and_used_by_both_libraries(pair, tmp_path):
-    ours, _ = pair
+def test_generation_config_is_saved_beside_the_weights_and_used_by_both_libraries(causal_pair, tmp_path):
+    ours, _ = causal_pair
     ids = prompts(seed=9)
     ours.generation_config.num_beams, ours.generation_config.max_new_tokens = 3, 7
     try:
@@ -225,8 +216,8 @@ def test_generation_config_is_saved_beside_the_weights_and_used_by_both_librarie
         minibert.BertForCausalLM.from_pretrained(tmp_path)
 
 
-def test_sampling_is_reproducible_and_respects_top_k(pair):
-    ours, _ = pair
+def test_sampling_is_reproducible_and_respects_top_k(causal_pair):
+    ours, _ = causal_pair
     ids = prompts()
     a = ours.generate(ids, max_new_tokens=15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
     b = ours.generate(ids, max_new_tokens=15, do_sample=True, top_k=5, generator=torch.Generator().manual_seed(0))
@@ -242,8 +233,8 @@ def test_sampling_is_reproducible_and_respects_top_k(pair):
     assert len(set(hot.tolist())) == 5
 
 
-def test_generate_refuses_to_run_past_the_position_table(pair):
-    ours, _ = pair
+def test_generate_refuses_to_run_past_the_position_table(causal_pair):
+    ours, _ = causal_pair
     with pytest.raises(ValueError, match="max_position_embeddings"):
         ours.generate(prompts(length=30), max_new_tokens=20)  # table has 40 positions
 
@@ -274,8 +265,8 @@ class StopAfterToken(transformers.StoppingCriteria):
 
 
 @pytest.mark.parametrize("num_beams", [1, 3])
-def test_a_users_own_logits_processor_and_stopping_criteria_act_as_in_transformers(pair, num_beams):
-    ours, theirs = pair
+def test_a_users_own_logits_processor_and_stopping_criteria_act_as_in_transformers(causal_pair, num_beams):
+    ours, theirs = causal_pair
     ids = prompts(seed=10)
     free = ours.generate(ids, max_new_tokens=10, num_beams=num_beams)
     settings = dict(max_new_tokens=10, num_beams=num_beams,
@@ -287,8 +278,8 @@ def test_a_users_own_logits_processor_and_stopping_criteria_act_as_in_transforme
 
 
 @pytest.mark.parametrize("num_beams", [1, 2])
-def test_segment_ids_of_the_prompt_carry_on_to_the_new_tokens_as_in_transformers(pair, num_beams):
-    ours, theirs = pair
+def test_segment_ids_of_the_prompt_carry_on_to_the_new_tokens_as_in_transformers(causal_pair, num_beams):
+    ours, theirs = causal_pair
     ids = prompts(seed=11)
     segments = torch.tensor([[0, 0, 1, 1, 1], [0, 0, 0, 0, 0], [1, 1, 1, 1, 1]])
     expected, got = same_generation(ours, theirs, ids, token_type_ids=segments, max_new_tokens=8, num_beams=num_beams)
@@ -296,8 +287,8 @@ def test_segment_ids_of_the_prompt_carry_on_to_the_new_tokens_as_in_transformers
     assert not torch.equal(got, ours.generate(ids, max_new_tokens=8, num_beams=num_beams))
 
 
-def test_right_padded_prompts_get_a_warning_and_the_tokens_transformers_gives(pair):
-    ours, theirs = pair
+def test_right_padded_prompts_get_a_warning_and_the_tokens_transformers_gives(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=12)
     mask = torch.tensor([[1, 1, 1, 0, 0], [1] * 5, [1, 1, 1, 1, 0]])
     with pytest.warns(UserWarning, match="Pad the prompts on the left"):
@@ -306,8 +297,8 @@ def test_right_padded_prompts_get_a_warning_and_the_tokens_transformers_gives(pa
     assert torch.equal(got, expected)
 
 
-def test_a_prompt_given_as_ids_and_vectors_is_decoded_from_the_vectors_and_returned_with_its_ids(pair):
-    ours, theirs = pair
+def test_a_prompt_given_as_ids_and_vectors_is_decoded_from_the_vectors_and_returned_with_its_ids(causal_pair):
+    ours, theirs = causal_pair
     ids = prompts(seed=13)
     with torch.no_grad():
         vectors = ours.get_input_embeddings()(ids) * 1.5  # other vectors than the ids': the output must follow them

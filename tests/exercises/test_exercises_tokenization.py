@@ -1,7 +1,7 @@
 """Checks of notebook 01: right answers pass, unfinished stubs are "not done", common mistakes get their hint."""
 
 import torch
-from conftest import assert_hints, stub
+from helpers import assert_hints, stub
 
 from minibert.exercises import check_attention_mask_from_lengths, check_encode_pair, check_wordpiece_split
 from minibert.exercises.tokenization import wordpiece_reference
