@@ -101,3 +101,14 @@ CHECK = re.compile(r"^(?:check_\w+\(|quiz\()", re.M)
 def check_cells(nb):
     """The code cells that end in an exercise check or a quiz."""
     return [c for c in nb.cells if c.cell_type == "code" and CHECK.search(c.source.strip().splitlines()[-1] + "\n")]
+
+
+def left_padded_batch():
+    """Three prompts of 6, 4 and 2 tokens, padded on the left to 6."""
+    g = torch.Generator().manual_seed(3)
+    prompts = [torch.randint(5, 120, (n,), generator=g) for n in (6, 4, 2)]
+    ids = torch.zeros(3, 6, dtype=torch.long)
+    mask = torch.zeros(3, 6, dtype=torch.long)
+    for row, p in enumerate(prompts):
+        ids[row, 6 - len(p):], mask[row, 6 - len(p):] = p, 1
+    return prompts, ids, mask

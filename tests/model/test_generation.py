@@ -8,7 +8,7 @@ import torch
 import transformers
 
 import minibert
-from helpers import CONFIGS, randomize, word_tokenizer
+from helpers import CONFIGS, left_padded_batch, randomize, word_tokenizer
 
 
 def prompts(n=3, length=5, vocab=120, seed=0):
@@ -305,3 +305,89 @@ def test_a_prompt_given_as_ids_and_vectors_is_decoded_from_the_vectors_and_retur
     expected, got = same_generation(ours, theirs, ids, inputs_embeds=vectors, max_new_tokens=6, num_beams=2)
     assert torch.equal(got, expected)
     assert torch.equal(got[:, :5], ids) and not torch.equal(got, ours.generate(ids, max_new_tokens=6, num_beams=2))
+
+
+# ---- left padding, several sequences per prompt, max_length ----
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_left_padded_greedy_generation_equals_transformers_and_each_prompt_alone(causal_pair, use_cache):
+    ours, theirs = causal_pair
+    prompts, ids, mask = left_padded_batch()
+    got = ours.generate(ids, attention_mask=mask, max_new_tokens=10, use_cache=use_cache)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = theirs.generate(ids, attention_mask=mask, max_new_tokens=10, do_sample=False, pad_token_id=0)
+    assert torch.equal(got, expected)
+    for row, p in enumerate(prompts):  # padding changes nothing: the same tokens as the prompt alone
+        alone = ours.generate(p[None], max_new_tokens=10)
+        assert torch.equal(got[row, 6:], alone[0, len(p):])
+
+
+def test_next_token_helpers_read_the_last_real_token_under_left_padding(causal_pair):
+    ours, _ = causal_pair
+    prompts, ids, mask = left_padded_batch()
+    logits = ours.get_next_token_logits(input_ids=ids, attention_mask=mask)
+    right = torch.zeros_like(ids)
+    right_mask = torch.zeros_like(mask)
+    for row, p in enumerate(prompts):
+        right[row, :len(p)], right_mask[row, :len(p)] = p, 1
+        with torch.no_grad():
+            alone = ours(p[None]).logits[0, -1]
+        assert (logits[row] - alone).abs().max() < 1e-4
+    assert (ours.get_next_token_logits(input_ids=right, attention_mask=right_mask) - logits).abs().max() < 1e-4
+    assert torch.equal(ours.predict_next_token_id(input_ids=ids, attention_mask=mask), logits.argmax(-1))
+
+
+def test_generate_takes_max_length_pad_token_id_and_num_return_sequences(causal_pair):
+    ours, _ = causal_pair
+    _, ids, mask = left_padded_batch()
+    assert torch.equal(ours.generate(ids, max_length=9), ours.generate(ids, max_new_tokens=3))
+    assert ours.generate(ids, max_new_tokens=2, max_length=9).shape[1] == 8  # max_new_tokens wins, as in transformers
+    free = ours.generate(ids[:1], max_new_tokens=8)
+    eos = int(free[0, 8])  # the third new token: the row ends there and is then padded
+    ended = ours.generate(ids[:1], max_new_tokens=8, eos_token_id=eos, pad_token_id=1)
+    assert ended[0, 9:].tolist() == [1] * (len(ended[0]) - 9)
+    g = torch.Generator().manual_seed(0)
+    drawn = ours.generate(ids, attention_mask=mask, max_new_tokens=6, do_sample=True, num_return_sequences=4,
+                          generator=g)
+    assert drawn.shape == (12, 12)
+    assert torch.equal(drawn[:4, :6], ids[:1].expand(4, -1))  # the copies of a prompt come together
+    assert len({tuple(row) for row in drawn[:4, 6:].tolist()}) > 1  # and are drawn independently
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(max_new_tokens=-1), "max_new_tokens"),
+    (dict(max_length=4), "max_length=4 is shorter than the prompt"),
+    (dict(do_sample=True, top_k=-2), "top_k must be a whole number >= 0, got -2"),
+    (dict(do_sample=True, temperature=0), "temperature must be a finite number > 0"),
+    (dict(num_return_sequences=2), "num_return_sequences"),
+    (dict(do_sample=True, num_return_sequences=0), "num_return_sequences must be an integer >= 1"),
+    (dict(num_beams=2, num_return_sequences=3), "num_return_sequences"),
+    (dict(penalty_alpha=0.6, top_k=4), "does not do penalty_alpha=0.6"),
+    (dict(no_repeat_ngram_size=2), "does not do no_repeat_ngram_size=2"),
+    (dict(assistant_model="a model"), r"does not do assisted decoding \(assistant_model=\)"),
+    (dict(max_new_token=3), "generate got 'max_new_token', which is neither a generation setting nor an input"),
+    (dict(eos_token_id=10_000), "eos_token_id=10000 is outside the vocabulary"),
+])
+def test_generate_refuses_settings_it_cannot_honour(causal_pair, kwargs, message):
+    ours, _ = causal_pair
+    _, ids, _ = left_padded_batch()
+    with pytest.raises(ValueError, match=message):
+        ours.generate(ids, **kwargs)
+    with pytest.raises(ValueError, match="top_k must be a whole number >= 0"):
+        minibert.sample_next_token(torch.zeros(1, 5), top_k=-1)
+    with pytest.raises(ValueError, match="at least one token"):
+        ours.generate(torch.zeros(2, 0, dtype=torch.long))
+
+
+def test_text_prompts_are_left_padded_without_their_final_sep_and_generate_continues_them():
+    from minibert.heads import encode_text
+    tokenizer = word_tokenizer()
+    torch.manual_seed(0)
+    model = minibert.BertForCausalLM(minibert.BertConfig.tiny(vocab_size=10)).eval()
+    enc = encode_text(tokenizer, ["deep learning is", "deep"], drop_final_sep=True)
+    assert enc["input_ids"].tolist() == [[2, 5, 6, 7], [0, 0, 2, 5]]  # [CLS] deep learning is / [CLS] deep
+    assert enc["attention_mask"].tolist() == [[1, 1, 1, 1], [0, 0, 1, 1]]
+    batch = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=5)
+    assert torch.equal(batch[0], model.generate([[2, 5, 6, 7]], max_new_tokens=5)[0])
+    assert torch.equal(batch[1, 2:], model.generate([[2, 5]], max_new_tokens=5)[0])

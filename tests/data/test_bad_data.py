@@ -1,24 +1,19 @@
-"""Bad input to the data pipeline, the tokenizer, the config and checkpoint files.
+"""Bad input to the data pipeline: documents, the tokenizer, the collators.
 
 What would otherwise be silently wrong (a flat list of strings trained on characters, vocab_size
-ignored, a NaN-making config, SOP returning [] without a word) is refused, and an error that would come
-from deep inside torch, safetensors or json names the argument or file and says what to do.
+ignored, SOP returning [] without a word) is refused, and an error that would come from deep inside
+torch names the argument and says what to do. (Bad model inputs, configs and checkpoint files:
+tests/model/test_errors.py.)
 """
-
-import json
-import os
-import re
 
 import numpy as np
 import pytest
 import torch
-import transformers
 from tokenizers import Tokenizer, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 import minibert
 from minibert.data import collate
-from helpers import CONFIGS
 
 DOCS = [["The cat sat on the mat.", "The dog ran in the park."],
         ["Birds fly high above the hills.", "Fish swim deep below the waves."],
@@ -209,145 +204,3 @@ def test_a_tokenizer_without_the_needed_special_tokens_is_named():
         minibert.make_lm_examples([["the cat sat"]], bare)
     with pytest.raises(ValueError, match="has no cls token"):
         minibert.make_sop_examples([["the cat sat", "the cat"]], bare)
-
-
-# ---- BertConfig ----
-
-@pytest.mark.parametrize("field, value", [
-    ("vocab_size", 0), ("vocab_size", -5), ("hidden_size", "128"), ("hidden_size", 128.0), ("hidden_size", 0),
-    ("num_hidden_layers", 0), ("num_attention_heads", 0), ("num_attention_heads", -2), ("intermediate_size", 0),
-    ("max_position_embeddings", -1), ("type_vocab_size", 0), ("num_labels", 0), ("num_hidden_layers", True),
-    ("hidden_dropout_prob", 1.0), ("hidden_dropout_prob", -0.1), ("attention_probs_dropout_prob", 1.5),
-    ("attention_probs_dropout_prob", "0.1"), ("classifier_dropout", 1), ("layer_norm_eps", 0),
-    ("layer_norm_eps", -1e-12), ("layer_norm_eps", float("nan")), ("layer_norm_eps", "1e-12"),
-    ("initializer_range", -0.02), ("pad_token_id", 30522), ("pad_token_id", -1), ("eos_token_id", 40000),
-    ("is_decoder", "false"), ("tie_word_embeddings", 1), ("use_cache", "true"),
-])
-def test_config_values_that_cannot_work_are_named(field, value):
-    with pytest.raises(ValueError, match="^" + re.escape(f"{field}={value!r} cannot work: {field} must be")):
-        minibert.BertConfig(**{field: value})
-
-
-def test_layer_norm_eps_of_zero_was_a_nan():
-    """Why layer_norm_eps must be above 0: a constant vector has variance 0."""
-    assert torch.nn.functional.layer_norm(torch.ones(1, 4), (4,), eps=0.0).isnan().all()
-    with pytest.raises(ValueError, match="layer_norm_eps=0.0 cannot work.*NaN"):
-        minibert.BertConfig(layer_norm_eps=0.0)
-
-
-def test_unknown_overrides_are_refused_but_unknown_json_keys_ignored(tmp_path):
-    with pytest.raises(TypeError, match="unknown config field 'hiden_size' \\(did you mean 'hidden_size'\\?\\).*"
-                                        "the fields of BertConfig are: .*vocab_size"):
-        minibert.BertConfig.from_dict({}, hiden_size=64)
-    minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"])).save_pretrained(tmp_path)
-    with pytest.raises(TypeError, match="unknown config fields 'dropout', 'num_layers'"):
-        minibert.BertModel.from_pretrained(tmp_path, num_layers=2, dropout=0.0)
-    config = json.loads((tmp_path / "config.json").read_text())
-    (tmp_path / "config.json").write_text(json.dumps({**config, "position_embedding_type": "absolute"}))
-    assert minibert.BertModel.from_pretrained(tmp_path).config.hidden_size == 32  # transformers' keys: ignored
-
-
-# ---- checkpoint files ----
-
-@pytest.fixture
-def checkpoint(tmp_path):
-    path = tmp_path / "ckpt"
-    minibert.BertForMaskedLM(minibert.BertConfig(**CONFIGS["gelu"])).save_pretrained(path)
-    return path
-
-
-def cut(data):
-    return data[:len(data) // 2]
-
-
-@pytest.mark.parametrize("name, damage, why", [
-    ("model.safetensors", cut, "SafetensorError"),
-    ("model.safetensors", lambda data: b"", "SafetensorError"),
-    ("pytorch_model.bin", cut, ""),
-    ("pytorch_model.bin", lambda data: b"", ""),
-    ("config.json", cut, "not valid JSON"),
-    ("config.json", lambda data: b"", "not valid JSON"),
-    ("config.json", lambda data: b"[1, 2]", "holds a JSON list"),
-])
-def test_damaged_checkpoint_files_are_named_with_what_to_do(checkpoint, name, damage, why):
-    if name == "pytorch_model.bin":  # a transformers checkpoint of the older format
-        state = minibert.BertForMaskedLM(minibert.BertConfig(**CONFIGS["gelu"])).state_dict()
-        torch.save(state, checkpoint / name)
-        os.remove(checkpoint / "model.safetensors")
-    file = checkpoint / name
-    file.write_bytes(damage(file.read_bytes()))
-    with pytest.raises(ValueError, match=re.escape(f"'{file}' cannot be read: ") + f".*{why}.*save the model there "
-                                         "again, re-download the checkpoint, or re-train it"):
-        minibert.BertForMaskedLM.from_pretrained(checkpoint)
-
-
-def test_a_config_value_that_cannot_work_names_the_file(checkpoint):
-    config = json.loads((checkpoint / "config.json").read_text())
-    (checkpoint / "config.json").write_text(json.dumps({**config, "hidden_size": "32"}))  # hand-edited
-    with pytest.raises(ValueError, match=re.escape(f"in '{checkpoint / 'config.json'}': hidden_size='32' cannot")):
-        minibert.BertForMaskedLM.from_pretrained(checkpoint)
-    (checkpoint / "config.json").write_text(json.dumps(config))
-    with pytest.raises(ValueError, match=re.escape("with the overrides {'layer_norm_eps': 0}: layer_norm_eps=0 ca")):
-        minibert.BertForMaskedLM.from_pretrained(checkpoint, layer_norm_eps=0)
-
-
-def test_weights_of_something_else_and_wrong_paths_are_named(checkpoint):
-    with pytest.raises(ValueError, match="is a file; pass the checkpoint folder"):
-        minibert.BertModel.from_pretrained(checkpoint / "model.safetensors")
-    torch.save({"fc.weight": torch.zeros(2, 2)}, checkpoint / "pytorch_model.bin")
-    os.remove(checkpoint / "model.safetensors")
-    with pytest.raises(ValueError, match="none of the 1 tensors .* is a weight of BertModel .*fc.weight"):
-        minibert.BertModel.from_pretrained(checkpoint)
-    torch.save({"model": {"w": torch.zeros(1)}, "step": 3}, checkpoint / "pytorch_model.bin")
-    with pytest.raises(ValueError, match="does not hold a dictionary of named tensors"):
-        minibert.BertModel.from_pretrained(checkpoint)
-
-
-def test_a_checkpoint_that_transformers_split_into_shards_is_named(tmp_path):
-    hf = transformers.BertForMaskedLM(transformers.BertConfig(**CONFIGS["gelu"]))
-    hf.save_pretrained(tmp_path, max_shard_size="20KB")  # transformers writes an index and several files
-    assert any(name.endswith(".index.json") for name in os.listdir(tmp_path))
-    with pytest.raises(ValueError, match=r"split into shards .*save it whole"):
-        minibert.BertForMaskedLM.from_pretrained(tmp_path)
-
-
-def test_weights_saved_from_inside_distributed_data_parallel_load(checkpoint):
-    model = minibert.BertForMaskedLM.from_pretrained(checkpoint)
-    torch.save({"module." + k: v for k, v in model.state_dict().items()}, checkpoint / "pytorch_model.bin")
-    os.remove(checkpoint / "model.safetensors")
-    again = minibert.BertForMaskedLM.from_pretrained(checkpoint)
-    assert again.loading_info["missing_keys"] == set()
-    assert torch.equal(again.cls.predictions.bias, model.cls.predictions.bias)
-
-
-def test_a_killed_save_leaves_nothing_behind_after_the_next_save(tmp_path):
-    model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"]))
-    model.save_pretrained(tmp_path / "ckpt")
-    stale = [".ckpt.k1ll3d_x.tmp", ".ckpt.a8b7c6d5.tmp.old"]  # what saves killed mid-way leave
-    kept = [".ckpt2.a8b7c6d5.tmp", ".ckpt.v2.a8b7c6d5.tmp", "ckpt.tmp", ".ckpt.notes"]  # not the same target's
-    for name in stale + kept:
-        os.makedirs(tmp_path / name)
-        (tmp_path / name / "model.safetensors").write_bytes(b"weights")
-    model.save_pretrained(tmp_path / "ckpt")
-    assert sorted(os.listdir(tmp_path)) == sorted(kept + ["ckpt"])
-    assert minibert.BertModel.from_pretrained(tmp_path / "ckpt").loading_info["missing_keys"] == set()
-
-
-def test_a_save_killed_between_its_renames_loses_nothing(tmp_path):
-    model = minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"]))
-    model.save_pretrained(tmp_path / "ckpt")
-    (tmp_path / "ckpt" / "notes.txt").write_text("mine")
-    os.rename(tmp_path / "ckpt", tmp_path / ".ckpt.k1ll3d_x.tmp.old")  # killed after the first rename
-    with pytest.raises(FileNotFoundError, match=r"interrupted between its two renames.*put it back with\s+mv"):
-        minibert.BertModel.from_pretrained(tmp_path / "ckpt")
-    with pytest.warns(UserWarning, match="restored"):
-        model.save_pretrained(tmp_path / "ckpt")  # the next save puts the previous one back first
-    assert sorted(os.listdir(tmp_path)) == ["ckpt"]
-    assert (tmp_path / "ckpt" / "notes.txt").read_text() == "mine"  # carried over, as by any save
-
-
-def test_saving_where_a_file_stands_is_refused(tmp_path):
-    (tmp_path / "ckpt").write_text("not a folder")
-    with pytest.raises(ValueError, match="a file of that name is in the way"):
-        minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"])).save_pretrained(tmp_path / "ckpt")
-    assert (tmp_path / "ckpt").read_text() == "not a folder"
