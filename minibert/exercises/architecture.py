@@ -5,7 +5,7 @@ import math
 import torch
 
 from ..config import BertConfig
-from .framework import Question, first_matching_hint, run_check
+from .framework import Question, exercise, first_matching_hint
 
 EX = "02"
 
@@ -63,6 +63,7 @@ def attention_cases():
     return cases
 
 
+@exercise(EX, 1, "a causal attention head by hand")
 def check_causal_attention(causal_attention):
     """causal_attention(q, k, v, key_mask) -> (T, d): one head where query i sees keys 0..i that are not padding."""
     def judge():
@@ -86,7 +87,7 @@ def check_causal_attention(causal_attention):
             return ("compare step by step: scores = q @ k.T / sqrt(d); hide keys j > i and padding keys with "
                     "masked_fill(-inf); softmax(dim=-1); @ v")
         return None
-    return run_check(f"{EX}.1 a causal attention head by hand", judge)
+    return judge
 
 
 # ---- 02.2 and 02.3 parameter counts ----
@@ -137,11 +138,11 @@ def judge_counts(fn, variants, hints, what):
             f"have {e['right']:,} parameters; you have {got:,}")
 
 
+@exercise(EX, 2, "parameters of the embeddings")
 def check_embedding_parameters(embedding_parameters):
     """embedding_parameters(config) -> the number of parameters of BertEmbeddings."""
-    return run_check(f"{EX}.2 parameters of the embeddings",
-                     lambda: judge_counts(embedding_parameters, embedding_parameter_variants, EMBEDDING_HINTS,
-                                          "embeddings"))
+    return lambda: judge_counts(embedding_parameters, embedding_parameter_variants, EMBEDDING_HINTS,
+                                          "embeddings")
 
 
 def layer_parameter_variants(c):
@@ -175,10 +176,10 @@ LAYER_HINTS = {
 }
 
 
+@exercise(EX, 3, "parameters of one transformer layer")
 def check_layer_parameters(layer_parameters):
     """layer_parameters(config) -> the number of parameters of one BertLayer (encoder block)."""
-    return run_check(f"{EX}.3 parameters of one transformer layer",
-                     lambda: judge_counts(layer_parameters, layer_parameter_variants, LAYER_HINTS, "layer's weights"))
+    return lambda: judge_counts(layer_parameters, layer_parameter_variants, LAYER_HINTS, "layer's weights")
 
 
 QUIZ = {EX: {

@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .framework import Question, first_matching_hint, run_check
+from .framework import Question, exercise, first_matching_hint
 
 EX = "07"
 
@@ -39,6 +39,7 @@ ENTROPY_HINTS = {
 }
 
 
+@exercise(EX, 1, "attention entropy")
 def check_attention_entropy(attention_entropy):
     """attention_entropy(weights) -> the entropy (nats) of every query row; weights (heads, T, T) -> (heads, T)."""
     def judge():
@@ -60,7 +61,7 @@ def check_attention_entropy(attention_entropy):
                                         same=lambda a, b: torch.allclose(a, b, atol=1e-4))
                     or "for each row compute -sum(p * log p) over the keys (the last axis)")
         return None
-    return run_check(f"{EX}.1 attention entropy", judge)
+    return judge
 
 
 def _masked_case(B, T, d, lengths, seed):
@@ -126,6 +127,7 @@ def close_to_either(weights, pair):
     return any(torch.allclose(weights, w, atol=1e-5, equal_nan=True) for w in pair)
 
 
+@exercise(EX, 2, "attention with a padding mask")
 def check_masked_attention(masked_attention):
     """masked_attention(q, k, v, attention_mask) -> (output (B, nh, T, d), weights (B, nh, T, T)) with padding
     keys hidden: compared with a reference and with torch's scaled_dot_product_attention."""
@@ -174,7 +176,7 @@ def check_masked_attention(masked_attention):
             return ("weights = softmax over the last axis of q k^T / sqrt(d), with -inf on the padding keys; "
                     "output = weights @ v")
         return None
-    return run_check(f"{EX}.2 attention with a padding mask", judge)
+    return judge
 
 
 def _padded_batch():
@@ -208,6 +210,7 @@ ATTENTION_TO_HINTS = {
 }
 
 
+@exercise(EX, 3, "attention to a kind of token")
 def check_attention_to(attention_to):
     """attention_to(weights, key_is, attention_mask) -> the average weight a real query puts on the chosen keys."""
     def judge():
@@ -223,7 +226,7 @@ def check_attention_to(attention_to):
         return (first_matching_hint(got, variants, ATTENTION_TO_HINTS, same=lambda a, b: abs(a - b) < 1e-5)
                 or f"expected {variants['right']:.4f}: for each real query, sum its weights on the chosen keys; then "
                    "average")
-    return run_check(f"{EX}.3 attention to a kind of token", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -3,11 +3,12 @@
 import torch
 
 from ..labels import shift_labels
-from .framework import CLS, PAD, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, PAD, SEP, Question, exercise, first_matching_hint
 
 EX = "09"
 
 
+@exercise(EX, 1, "decoder inputs and labels")
 def check_decoder_inputs(decoder_inputs):
     """decoder_inputs(targets) -> dict(input_ids, attention_mask, labels) for BertForCausalLM with cross-attention."""
     def judge():
@@ -36,7 +37,7 @@ def check_decoder_inputs(decoder_inputs):
         if torch.equal(g_labels, ids):
             return "padding is still a target: put -100 where attention_mask is 0"
         return "labels = input_ids with -100 where attention_mask is 0"
-    return run_check(f"{EX}.1 decoder inputs and labels", judge)
+    return judge
 
 
 def _decoder():
@@ -75,6 +76,7 @@ GREEDY_HINTS = {
 }
 
 
+@exercise(EX, 2, "greedy decoding")
 def check_greedy_decode(greedy_decode):
     """greedy_decode(model, input_ids, max_new_tokens, encoder_hidden_states) -> input_ids and the new tokens."""
     def judge():
@@ -96,7 +98,7 @@ def check_greedy_decode(greedy_decode):
             return "the output must start with the prompt unchanged"
         return (first_matching_hint(got, variants, GREEDY_HINTS, same=torch.equal)
                 or "at each step: logits of the last position, argmax, append, repeat")
-    return run_check(f"{EX}.2 greedy decoding", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -2,11 +2,12 @@
 
 import torch
 
-from .framework import Question, run_check
+from .framework import Question, exercise
 
 EX = "10"
 
 
+@exercise(EX, 1, "a stratified subset of the labels")
 def check_stratified_subset(stratified_subset):
     """stratified_subset(labels, fraction, generator) -> indices: about `fraction` of each class, at least
     one of each, no index twice, drawn at random."""
@@ -38,9 +39,10 @@ def check_stratified_subset(stratified_subset):
                 return "you take the first examples of each class; draw them at random with the generator"
             return "two generators with different seeds gave the same subset: use the generator (torch.randperm(n, generator=g))"
         return None
-    return run_check(f"{EX}.1 a stratified subset of the labels", judge)
+    return judge
 
 
+@exercise(EX, 2, "freeze the encoder")
 def check_freeze_encoder(freeze_encoder):
     """freeze_encoder(model) -> None: the encoder (model.bert) no longer trains; the classifier does."""
     def judge():
@@ -70,7 +72,7 @@ def check_freeze_encoder(freeze_encoder):
         if any(p.grad is not None for p in model.bert.parameters()):
             return "the encoder still gets gradients"
         return None
-    return run_check(f"{EX}.2 freeze the encoder", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -2,6 +2,7 @@
 student's error stop the notebook, first_matching_hint, which finds the slip that explains a wrong
 answer, and the quizzes (Question, quiz, show_quiz). Each notebook's module imports from here."""
 
+import functools
 import operator
 from dataclasses import dataclass, field
 
@@ -46,6 +47,30 @@ def run_check(exercise, judge, *args):
     except Exception as e:  # the student's code failed: say how, do not crash the notebook
         return Result(exercise, "wrong", f"your code raised {type(e).__name__}: {e}")
     return Result(exercise, "passed") if hint is None else Result(exercise, "wrong", hint)
+
+
+CHECKS = {}  # "03.2" -> the check of exercise 2 of notebook 03, in the order the modules register them
+
+
+def exercise(notebook, number, title):
+    """Register an exercise's check under its number (notebook.number) and title; minibert.exercises
+    exports it under the function's name. The decorated function takes the student's function(s) and
+    returns the judge: a function of no arguments that returns None when everything is right, else a
+    hint naming the mistake. Calling the check runs the judge through run_check, so a student's error
+    is reported and never stops the notebook."""
+    key = f"{notebook}.{number}"
+
+    def register(make_judge):
+        if key in CHECKS:
+            raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {make_judge.__name__}")
+
+        @functools.wraps(make_judge)
+        def check(*student):
+            return run_check(f"{key} {title}", lambda: make_judge(*student)())
+        check.exercise = key
+        CHECKS[key] = check
+        return check
+    return register
 
 
 def first_matching_hint(got, variants, hints, same=operator.eq):

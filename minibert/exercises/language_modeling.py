@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ..labels import shift_labels
-from .framework import Question, first_matching_hint, run_check, same_number
+from .framework import Question, exercise, first_matching_hint, same_number
 
 EX = "03"
 
@@ -17,6 +17,7 @@ def _batch():
     return ids, mask
 
 
+@exercise(EX, 1, "labels for a causal LM")
 def check_make_causal_labels(make_causal_labels):
     """make_causal_labels(input_ids, attention_mask) -> the labels to give BertForCausalLM."""
     def judge():
@@ -35,7 +36,7 @@ def check_make_causal_labels(make_causal_labels):
         if torch.equal(got[mask == 1], ids[mask == 1]):
             return f"the real tokens are right; padding must be -100 exactly (you have {got[mask == 0].tolist()})"
         return "labels should be input_ids, with -100 where attention_mask is 0"
-    return run_check(f"{EX}.1 labels for a causal LM", judge)
+    return judge
 
 
 def next_token_variants(labels):
@@ -51,6 +52,7 @@ NEXT_TOKEN_HINTS = {
 }
 
 
+@exercise(EX, 2, "the shift inside the model")
 def check_next_token_targets(next_token_targets):
     """next_token_targets(labels) -> what each position is trained on after the model's shift."""
     def judge():
@@ -68,9 +70,10 @@ def check_next_token_targets(next_token_targets):
         if torch.equal(got[:, 1:], labels[:, :-1]):  # whatever the first position holds
             return "shifted the wrong way: position t predicts t+1 (the future), not t-1"
         return "targets[:, t] should be labels[:, t + 1], and the last position -100"
-    return run_check(f"{EX}.2 the shift inside the model", judge)
+    return judge
 
 
+@exercise(EX, 3, "top-k filtering")
 def check_top_k_filter(top_k_filter):
     """top_k_filter(logits, k) -> logits with everything but the k largest per row set to -inf."""
     def judge():
@@ -90,7 +93,7 @@ def check_top_k_filter(top_k_filter):
         if torch.isfinite(got).sum(-1).tolist() == [3, 3]:
             return "one token too many survives: keep exactly k per row"
         return "keep the k largest logits of each row and set the others to -inf"
-    return run_check(f"{EX}.3 top-k filtering", judge)
+    return judge
 
 
 def _loss_cases():
@@ -166,6 +169,7 @@ LOSS_HINTS = {
 }
 
 
+@exercise(EX, 6, "the causal-LM loss, with the shift")
 def check_causal_lm_loss(causal_lm_loss):
     """causal_lm_loss(logits, input_ids, attention_mask) -> the mean cross-entropy of predicting token t+1 at
     position t, over the real (not padding) targets: a float, or a 0-dim tensor with or without grad."""
@@ -187,7 +191,7 @@ def check_causal_lm_loss(causal_lm_loss):
                        f"you return {got:.4f}: score logits[:, :-1] against input_ids[:, 1:], with -100 where "
                        "attention_mask[:, 1:] is 0, and average over the real targets")
         return None
-    return run_check(f"{EX}.6 the causal-LM loss, with the shift", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -2,7 +2,7 @@
 
 import torch
 
-from .framework import CLS, MASK, PAD, SEP, Question, first_matching_hint, run_check, same_number
+from .framework import CLS, MASK, PAD, SEP, Question, exercise, first_matching_hint, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000
@@ -78,6 +78,7 @@ SAME_SEED = ("the same seed gave different masks: draw every random number from 
              "(torch.rand(..., generator=generator))")
 
 
+@exercise(EX, 1, "masking by hand (15%, 80/10/10)")
 def check_mask_tokens(mask_tokens):
     """mask_tokens(input_ids, special_tokens_mask, mask_token_id, vocab_size, generator) -> (masked_ids, labels).
 
@@ -105,7 +106,7 @@ def check_mask_tokens(mask_tokens):
         if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
             return SAME_SEED
         return None
-    return run_check(f"{EX}.1 masking by hand (15%, 80/10/10)", judge)
+    return judge
 
 
 def budget_batch():
@@ -128,6 +129,7 @@ def within_budget(counts, n, p):
     return ((counts - budget).abs() < 1e-6) | (((counts - p * n).abs() <= 0.5 + 1e-6) & (counts >= 1))
 
 
+@exercise(EX, 5, "a masker with a fixed budget per sequence")
 def check_mask_with_budget(mask_with_budget):
     """mask_with_budget(input_ids, special_tokens_mask, mask_token_id, vocab_size, generator, p=0.15)
     -> (masked_ids, labels): exactly max(1, round(p n)) targets in each sequence of n ordinary tokens."""
@@ -179,7 +181,7 @@ def check_mask_with_budget(mask_with_budget):
         if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
             return SAME_SEED
         return None
-    return run_check(f"{EX}.5 a masker with a fixed budget per sequence", judge)
+    return judge
 
 
 def accuracy_case():
@@ -220,6 +222,7 @@ ACCURACY_HINTS = {
 }
 
 
+@exercise(EX, 2, "masked-LM accuracy")
 def check_mlm_accuracy(mlm_accuracy):
     """mlm_accuracy(logits, labels) -> the share of labelled positions (labels != -100) predicted right."""
     def judge():
@@ -234,7 +237,7 @@ def check_mlm_accuracy(mlm_accuracy):
             return None
         return (first_matching_hint(got, variants, ACCURACY_HINTS, same=same_number)
                 or "take logits.argmax(-1), compare with labels where labels != -100, and average")
-    return run_check(f"{EX}.2 masked-LM accuracy", judge)
+    return judge
 
 
 QUIZ = {EX: {

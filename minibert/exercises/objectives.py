@@ -5,7 +5,7 @@ from collections import Counter
 import torch
 
 from ..probe import mean_pool as reference_mean_pool
-from .framework import Question, first_matching_hint, run_check
+from .framework import Question, exercise, first_matching_hint
 
 EX = "08"
 
@@ -31,6 +31,7 @@ MEAN_POOL_HINTS = {
 }
 
 
+@exercise(EX, 1, "mean pooling without padding")
 def check_mean_pool(mean_pool):
     """mean_pool(hidden_states, attention_mask) -> (B, C): the mean of each row's real token vectors."""
     def judge():
@@ -47,7 +48,7 @@ def check_mean_pool(mean_pool):
             return None
         return (first_matching_hint(got, variants, MEAN_POOL_HINTS, same=close)
                 or "multiply by attention_mask[..., None], sum over the tokens, divide by attention_mask.sum(1)")
-    return run_check(f"{EX}.1 mean pooling without padding", judge)
+    return judge
 
 
 def majority_variants(train, test):
@@ -79,6 +80,7 @@ def same_answer(got, value):
     return abs(got - value) < 1e-9 if isinstance(value, float) else got == value
 
 
+@exercise(EX, 2, "the majority-class baseline")
 def check_majority_baseline(majority_baseline):
     """majority_baseline(train_labels, test_labels) -> test accuracy of always answering the commonest TRAIN label."""
     def judge():
@@ -96,7 +98,7 @@ def check_majority_baseline(majority_baseline):
             return None if abs(more - 0.25) < 1e-9 else "this must hold for any labels, not just 0 and 1"
         return (first_matching_hint(got, variants, MAJORITY_HINTS, same=same_answer)
                 or "find the most common training label, then the share of test labels equal to it")
-    return run_check(f"{EX}.2 the majority-class baseline", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -5,7 +5,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from .framework import CLS, MASK, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, MASK, SEP, Question, exercise, first_matching_hint
 
 EX = "06"
 
@@ -56,6 +56,7 @@ PRETRAINING_LOSS_HINTS = {
 }
 
 
+@exercise(EX, 1, "the pretraining loss")
 def check_pretraining_loss(pretraining_loss):
     """pretraining_loss(prediction_logits, seq_relationship_logits, labels, next_sentence_label) -> total loss."""
     def judge():
@@ -72,7 +73,7 @@ def check_pretraining_loss(pretraining_loss):
         return (first_matching_hint(got, variants, PRETRAINING_LOSS_HINTS, same=close)
                 or f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss {nsp:.4f}), got "
                    f"{got:.4f}")
-    return run_check(f"{EX}.1 the pretraining loss", judge)
+    return judge
 
 
 def _pretraining_batches():
@@ -110,6 +111,7 @@ def _reference(model, batch):
     return loss.item(), _flat_grads(twin)
 
 
+@exercise(EX, 2, "one training step")
 def check_train_step(train_step):
     """train_step(model, batch, optimizer) -> the batch's loss as a float, after one update of the model."""
     from ..config import BertConfig
@@ -202,7 +204,7 @@ def check_train_step(train_step):
                     "optimizer.zero_grad() after the step (or before the backward), or every step also repeats "
                     "the previous ones")
         return "the second step did not use the gradient of its own batch: loss.backward(), optimizer.step()"
-    return run_check(f"{EX}.2 one training step", judge)
+    return judge
 
 
 PREDICT_LOSSES = """\

@@ -2,7 +2,7 @@
 
 import random
 
-from .framework import CLS, SEP, Question, first_matching_hint, run_check
+from .framework import CLS, SEP, Question, exercise, first_matching_hint
 
 EX = "05"
 
@@ -67,6 +67,7 @@ def _structure_hint(got, first, second):
     return None
 
 
+@exercise(EX, 1, "a next-sentence pair")
 def check_make_nsp_pair(make_nsp_pair):
     """make_nsp_pair(a, b, is_next) -> {input_ids, token_type_ids, next_sentence_label}."""
     def judge():
@@ -80,9 +81,10 @@ def check_make_nsp_pair(make_nsp_pair):
                 return ("0 and 1 are swapped: in BERT and transformers label 0 means IsNext (B follows A) and 1 "
                         "means NotNext (B is random). Think of the label as answering 'is B random?'")
         return None
-    return run_check(f"{EX}.1 a next-sentence pair", judge)
+    return judge
 
 
+@exercise(EX, 2, "a sentence-order pair")
 def check_make_sop_pair(make_sop_pair):
     """make_sop_pair(first, second, swap) -> a pair in order (label 0) or swapped (label 1)."""
     def judge():
@@ -103,7 +105,7 @@ def check_make_sop_pair(make_sop_pair):
         if got["next_sentence_label"] != 1:
             return "a swapped pair has label 1 (0 = in order, 1 = swapped)"
         return None
-    return run_check(f"{EX}.2 a sentence-order pair", judge)
+    return judge
 
 
 def _documents(sizes, tag="doc"):
@@ -189,6 +191,7 @@ def _hint_over_seeds(make_nsp_dataset, documents, seeds, single_sentences=False)
     return _label_hint(documents, pairs)
 
 
+@exercise(EX, 3, "an NSP dataset from documents")
 def check_make_nsp_dataset(make_nsp_dataset):
     """make_nsp_dataset(documents, rng) -> [(sentence_a, sentence_b, label)]: one pair per consecutive pair of
     sentences inside a document; with probability 0.5 B is the true next sentence (label 0), otherwise a sentence
@@ -218,7 +221,7 @@ def check_make_nsp_dataset(make_nsp_dataset):
                     "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
                     "sentence when it is >= 0.5")
         return None
-    return run_check(f"{EX}.3 an NSP dataset from documents", judge)
+    return judge
 
 
 PREDICT_LABELS = """\

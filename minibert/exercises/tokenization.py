@@ -4,7 +4,7 @@ from functools import lru_cache
 
 import torch
 
-from .framework import Question, first_matching_hint, run_check
+from .framework import Question, exercise, first_matching_hint
 
 EX = "01"
 
@@ -64,6 +64,7 @@ WORDPIECE_HINTS = {
 }
 
 
+@exercise(EX, 1, "WordPiece, longest match first")
 def check_wordpiece_split(wordpiece_split):
     """wordpiece_split(word, vocab) -> the word's WordPiece pieces, or ["[UNK]"]."""
     def judge():
@@ -80,7 +81,7 @@ def check_wordpiece_split(wordpiece_split):
             return "return a list of pieces, e.g. ['un', '##aff', '##able'], not a string"
         bad = [f"{w!r} -> {g}" for w, g, e in zip(WORDS, got, expected) if g != e][:2]
         return f"not yet: {'; '.join(bad)} (expected {[e for g, e in zip(got, expected) if g != e][:2]})"
-    return run_check(f"{EX}.1 WordPiece, longest match first", judge)
+    return judge
 
 
 # ---- 01.2 a sentence pair by hand ----
@@ -154,6 +155,7 @@ SEGMENT_HINTS = {
 }
 
 
+@exercise(EX, 2, "a sentence pair by hand")
 def check_encode_pair(encode_pair):
     """encode_pair(tokenizer, text_a, text_b) -> (input_ids, token_type_ids) of [CLS] A [SEP] B [SEP]."""
     def judge():
@@ -178,7 +180,7 @@ def check_encode_pair(encode_pair):
                 return (first_matching_hint(got_types, type_variants, SEGMENT_HINTS)
                         or f"token_type_ids should be {types}, you have {got_types}")
         return None
-    return run_check(f"{EX}.2 a sentence pair by hand", judge)
+    return judge
 
 
 # ---- 01.3 the attention mask of a padded batch ----
@@ -195,6 +197,7 @@ ATTENTION_MASK_HINTS = {
 }
 
 
+@exercise(EX, 3, "attention mask from lengths")
 def check_attention_mask_from_lengths(attention_mask_from_lengths):
     """attention_mask_from_lengths(lengths, max_length) -> (B, max_length) tensor, 1 on real tokens, 0 on padding."""
     def judge():
@@ -220,7 +223,7 @@ def check_attention_mask_from_lengths(attention_mask_from_lengths):
         if bool((got[:, :1] == 0).any()):
             return "padding goes on the right (padding_side='right'): the ones come first"
         return f"row i should have lengths[i] ones, then zeros: expected {expected.tolist()}"
-    return run_check(f"{EX}.3 attention mask from lengths", judge)
+    return judge
 
 
 QUIZ = {EX: {

@@ -1,6 +1,6 @@
 """Exercises and quiz of notebook 00, welcome: the corpus at a glance."""
 
-from .framework import Question, first_matching_hint, run_check
+from .framework import Question, exercise, first_matching_hint
 
 EX = "00"
 
@@ -45,6 +45,7 @@ WORD_COUNT_HINTS = {
 }
 
 
+@exercise(EX, 1, "count the words of a corpus")
 def check_count_words(count_words):
     """count_words(documents) -> the number of whitespace-separated words in all sentences."""
     def judge():
@@ -57,7 +58,7 @@ def check_count_words(count_words):
         return (first_matching_hint(got, variants, WORD_COUNT_HINTS)
                 or f"expected {variants['right']} words in this small corpus, got {got!r}: loop over documents, "
                    "then sentences")
-    return run_check(f"{EX}.1 count the words of a corpus", judge)
+    return judge
 
 
 def longest_document_variants(documents):
@@ -79,6 +80,7 @@ LONGEST_DOCUMENT_HINTS = {
 }
 
 
+@exercise(EX, 2, "the longest document")
 def check_longest_document(longest_document):
     """longest_document(documents) -> the index of the document with the most words."""
     def judge():
@@ -96,7 +98,7 @@ def check_longest_document(longest_document):
         return (first_matching_hint(got, variants, LONGEST_DOCUMENT_HINTS)
                 or f"document {variants['right']} has the most words ({variants['its word count']}); you returned "
                    f"{got}")
-    return run_check(f"{EX}.2 the longest document", judge)
+    return judge
 
 
 QUIZ = {EX: {
