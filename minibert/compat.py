@@ -183,7 +183,7 @@ class TransformersHabits:
             output.out_features = n
             head = self.cls.predictions
             head.bias = nn.Parameter(grown(head.bias[:, None], n, mean_resizing=False, std=0.0)[:, 0])
-        self.config.vocab_size = n
+        self.config.vocab_size = self.vocab_size = n  # the model's attribute too, as transformers sets it
         self.tie_weights()
         return embeddings
 

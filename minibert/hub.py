@@ -5,6 +5,7 @@ replaces it in one rename, so a crash never leaves half a checkpoint behind.
 """
 
 import contextlib
+import dataclasses
 import fcntl
 import json
 import os
@@ -17,6 +18,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from .cache import locked, share_like_any_file
+from .compat import as_minibert_config
 from .config import BertConfig
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -209,16 +211,26 @@ class SizeMismatch(ValueError, RuntimeError):
     and the RuntimeError that transformers raises for it, so that code catching either sees it."""
 
 
-def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_info=False,
-                    ignore_mismatched_sizes=False, **config_overrides):
-    """from_pretrained's work, with transformers' options: dtype (or its older name torch_dtype: a
-    torch.dtype, its name, or "auto" for the dtype config.json records), output_loading_info (return
-    (model, info) with missing, unexpected and mismatched keys), ignore_mismatched_sizes (a tensor of
-    another shape, such as a classifier with another num_labels, is left freshly initialized instead
-    of refused) and any config field (attn_implementation="eager", num_labels=7, ...)."""
-    with locked(parent_of(path), shared=True):  # not while a save swaps the folder in
-        config = read_config(path, **config_overrides)
-        raw_state = read_state_dict(path)
+def load_pretrained(cls, path, *, config=None, state_dict=None, dtype=None, torch_dtype=None,
+                    output_loading_info=False, ignore_mismatched_sizes=False, **config_overrides):
+    """from_pretrained's work, with transformers' options: config (a config to use instead of the
+    folder's config.json) and state_dict (weights to use instead of the folder's; with both, path may
+    be None), dtype (or its older name torch_dtype: a torch.dtype, its name, or "auto" for the dtype
+    config.json records), output_loading_info (return (model, info) with missing, unexpected and
+    mismatched keys), ignore_mismatched_sizes (a tensor of another shape, such as a classifier with
+    another num_labels, is left freshly initialized instead of refused) and any config field
+    (attn_implementation="eager", num_labels=7, ...)."""
+    if path is None and (config is None or state_dict is None):
+        raise ValueError("from_pretrained(None) needs both config= and state_dict=; otherwise give a checkpoint folder")
+    if path is None:
+        config, raw_state = dataclasses.replace(as_minibert_config(config), **config_overrides), dict(state_dict)
+    else:
+        with locked(parent_of(path), shared=True):  # not while a save swaps the folder in
+            if config is None:
+                config = read_config(path, **config_overrides)
+            else:
+                config = dataclasses.replace(as_minibert_config(config), **config_overrides)
+            raw_state = dict(state_dict) if state_dict is not None else read_state_dict(path)
     model = cls(config)
     state = match_keys(raw_state, model)
     expected = model.state_dict()
@@ -244,7 +256,7 @@ def load_pretrained(cls, path, *, dtype=None, torch_dtype=None, output_loading_i
                       "Train the model before trusting its outputs.", stacklevel=3)
     model.loading_info = {"missing_keys": set(missing), "unexpected_keys": set(unexpected),  # sets, as in transformers
                           "mismatched_keys": set(mismatched), "error_msgs": []}
-    if model.can_generate() and os.path.isfile(os.path.join(path, GENERATION_FILE)):
+    if path is not None and model.can_generate() and os.path.isfile(os.path.join(path, GENERATION_FILE)):
         model.generation_config = read_generation_config(path)
     dtype = weights_dtype(dtype if dtype is not None else torch_dtype, model.config)
     if dtype is not None:

@@ -280,6 +280,7 @@ def test_resize_token_embeddings_matches_transformers(tmp_path, ours_cls):
         model_ids = ids if new_size > V else ids.clamp(max=new_size - 1)
         ours.resize_token_embeddings(new_size, mean_resizing=mean_resizing)
         theirs.resize_token_embeddings(new_size, mean_resizing=mean_resizing)
+        assert ours.vocab_size == theirs.vocab_size == new_size
         assert ours.config.vocab_size == theirs.config.vocab_size == new_size
         assert ours.get_input_embeddings().weight.shape == (new_size, config["hidden_size"])
         if ours.get_output_embeddings() is not None:  # the decoder still is the embedding table
@@ -538,3 +539,19 @@ def test_the_names_and_hooks_that_transformers_code_and_tools_use(tmp_path):
     for error in (ValueError, RuntimeError):
         with pytest.raises(error, match="does not fit this config"):
             minibert.BertForSequenceClassification.from_pretrained(tmp_path / "three", num_labels=5)
+
+
+def test_from_pretrained_takes_a_config_and_a_state_dict_instead_of_files(tmp_path):
+    theirs = randomize(transformers.BertForMaskedLM(transformers.BertConfig(**CONFIGS["gelu"])), seed=5).eval()
+    state = theirs.state_dict()
+    ours = minibert.BertForMaskedLM.from_pretrained(None, config=theirs.config, state_dict=state)
+    rebuilt = transformers.BertForMaskedLM.from_pretrained(None, config=theirs.config, state_dict=state).eval()
+    ids = torch.randint(5, 99, (2, 7), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.allclose(ours(ids).logits, rebuilt(ids).logits, atol=1e-5)
+    theirs.save_pretrained(tmp_path)  # a folder, with another config: the one given wins, as in transformers
+    wider = minibert.BertForMaskedLM.from_pretrained(tmp_path, config=minibert.BertConfig(**CONFIGS["gelu"],
+                                                                                       num_labels=5))
+    assert wider.config.num_labels == 5
+    with pytest.raises(ValueError, match="from_pretrained\\(None\\) needs both config= and state_dict="):
+        minibert.BertForMaskedLM.from_pretrained(None, config=theirs.config)
