@@ -43,7 +43,7 @@ def time_paths(batch, tokens, hidden, heads, bf16, repeats=12):
     times = {name: [] for name in paths}
     for i in range(repeats + 2):
         for name, implementation in paths.items():
-            layer.implementation = implementation
+            layer.config.attn_implementation = implementation
             start = time.perf_counter()
             step(layer, x, mask, bf16)
             if i >= 2:  # the first two are warm-up

@@ -27,3 +27,7 @@ def __getattr__(name):
         from . import course
         return getattr(course, name)
     raise AttributeError(f"module 'minibert' has no attribute {name!r}")
+
+
+def __dir__():  # tab completion shows the course names too
+    return sorted(list(globals()) + list(COURSE_NAMES))

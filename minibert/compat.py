@@ -109,11 +109,9 @@ class TransformersHabits:
         return self.base_model.encoder
 
     def set_attn_implementation(self, name):
-        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call."""
+        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call;
+        the layers read it from the config at every call."""
         self.config.attn_implementation = check_attention(name)
-        for module in self.modules():
-            if hasattr(module, "implementation"):
-                module.implementation = name
 
     @classmethod
     def can_generate(cls):

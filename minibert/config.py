@@ -45,15 +45,15 @@ FIELD_RULES = {  # field: (test, what the value must be); the token ids are chec
     "is_decoder": FLAG, "add_cross_attention": FLAG, "tie_word_embeddings": FLAG, "use_cache": FLAG,
     "output_attentions": FLAG, "output_hidden_states": FLAG, "return_dict": FLAG,
 }
-TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")
-ACT2FN = {
+TOKEN_IDS = ("pad_token_id", "bos_token_id", "eos_token_id")  # None, or an id of the vocabulary
+ACT2FN = {  # hidden_act names -> the functions the model applies
     "gelu": F.gelu,  # the exact erf form, as in the original BERT
     "gelu_new": partial(F.gelu, approximate="tanh"),
     "gelu_pytorch_tanh": partial(F.gelu, approximate="tanh"),
     "relu": F.relu,
     "silu": F.silu,
     "swish": F.silu,
-}  # hidden_act names -> the functions the model applies  # None, or an id of the vocabulary
+}
 
 
 @dataclass

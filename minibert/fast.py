@@ -1,5 +1,6 @@
-"""Speed tricks, kept out of the model's reading path. Each gives the same numbers as the plain PyTorch
-line it replaces (tests/model/test_fast_paths.py checks it against that line).
+"""Speed tricks, kept out of the model's reading path. Each computes what the plain PyTorch it stands
+for computes (Dropout: a mask with the same drop rate, drawn more cheaply); tests/model/test_fast_paths.py
+checks each against the plain way.
 
 Dropout: nn.Dropout with a cheaper random mask on the CPU.
 use_fused_attention / fused_attention: PyTorch's fused attention kernel where it is the faster path.
@@ -73,7 +74,7 @@ class Dropout(nn.Dropout):
 def gather_positions(x, positions):
     """x (B, T, C) -> (B, K, C), the rows at positions (B, K). When the heads read only a few positions
     (the masked ones and [CLS]: about a sixth at 15% masking), the encoder's last layer computes only
-    those rows, while their attention still reads every token: a sixth less of the encoder's work."""
+    those rows, while their attention still reads every token: most of the last layer's work is saved."""
     return x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
 
 
@@ -84,12 +85,12 @@ def fused_attention(q, k, v, bias, is_causal, dropout_p):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
 
 
-SPELLED_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is written out
+WRITTEN_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is written out
 
 
 def use_fused_attention(implementation, output_attentions, dropout, q):
     """The one switch between the two attention paths: the fused kernel unless the weights are asked
-    for (it never makes them) or the config says "eager"; "sdpa" always fuses. Left to minibert (None),
+    for (it never makes them) or the config says "eager"; otherwise "sdpa" fuses. Left to minibert (None),
     it writes attention out where that is the faster path: training on a CPU with attention dropout
     (the kernel draws its mask slowly there) or in bf16 with up to 256 positions (the kernel's backward
     pass is the slower one there; benchmarks/attention.py times both)."""
@@ -97,4 +98,4 @@ def use_fused_attention(implementation, output_attentions, dropout, q):
         return False
     if implementation == "sdpa" or not (dropout.training and q.device.type == "cpu"):
         return True
-    return not (dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= SPELLED_OUT_MAX_POSITIONS))
+    return not (dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= WRITTEN_OUT_MAX_POSITIONS))

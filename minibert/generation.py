@@ -29,7 +29,8 @@ import torch.nn.functional as F
 
 from .checks import DEFAULT_NEW_TOKENS, as_tensor, check_sampling
 
-# The GenerationConfig fields this module reads; any other one set to a value that changes decoding is refused.
+# The GenerationConfig fields this module reads (or, like bos_token_id, safely ignores); any other one set to a
+# value that changes decoding is refused.
 SUPPORTED = {
     "max_length", "max_new_tokens", "min_length", "min_new_tokens", "do_sample", "num_beams", "temperature",
     "top_k", "top_p", "repetition_penalty", "length_penalty", "early_stopping", "num_return_sequences",
@@ -45,7 +46,7 @@ LEFT_OUT = {  # transformers' generate arguments for decoding that this module d
     "negative_prompt_ids": "classifier-free guidance", "synced_gpus": "decoding across GPUs in lockstep",
     "custom_generate": "decoding code from the Hub", "tokenizer": "stop_strings",
 }
-UNFINISHED = -1e9  # the score that keeps a beam out of every top-k: transformers' value
+LEFT_OUT_OF_TOP_K = -1e9  # a score that keeps a candidate out of every top-k (transformers' value)  # the score that keeps a beam out of every top-k: transformers' value
 
 
 # ---- settings: a GenerationConfig, its defaults and what is refused ----
@@ -95,6 +96,9 @@ def check_settings(gen, prompt_length, max_positions, vocab_size):
         new = gen.max_length - prompt_length
     else:
         new = min(DEFAULT_NEW_TOKENS, max_positions - prompt_length)
+        if new < 0:
+            raise ValueError(f"the prompt has {prompt_length} tokens, more than max_position_embeddings="
+                             f"{max_positions}: shorten it")
     if not isinstance(new, int) or new < 0:
         raise ValueError(f"max_new_tokens must be a whole number >= 0, got {new!r}" + (
             f" (max_length={gen.max_length} is shorter than the prompt's {prompt_length} tokens; max_length counts "
@@ -129,19 +133,26 @@ def check_settings(gen, prompt_length, max_positions, vocab_size):
 
 
 # ---- processors: the scores of the next token, changed as the settings ask ----
-def processors(gen, eos, prompt_length, custom=None):
+def processors(gen, eos, prompt_length, padding=None, vectors=0, custom=None):
     """A function (ids so far (N, t), scores (N, V)) -> scores, in transformers' order: the penalties
-    and bans, the user's processors, then (when sampling) temperature, top_k, top_p."""
+    and bans, the user's processors, then (when sampling) temperature, top_k, top_p. prompt_length: the
+    prompt's ids (0 for a prompt given as vectors only); padding: (N,) each row's left padding, which
+    the repetition penalty leaves out; vectors: the prompt's vectors without ids."""
     steps = []
     if gen.repetition_penalty != 1.0:
-        steps.append(lambda ids, s: penalize_repeats(ids, s, gen.repetition_penalty))
+        steps.append(lambda ids, s: penalize_repeats(ids, s, gen.repetition_penalty, padding))
     if gen.bad_words_ids is not None:
         ends = [] if eos is None else [[int(e)] for e in eos]  # a lone end marker is never banned
         banned = list(dict.fromkeys(tuple(w) for w in gen.bad_words_ids if list(w) not in ends))
         steps.append(lambda ids, s: ban_words(ids, s, banned))
-    if eos is not None and (gen.min_length > 0 or (gen.min_new_tokens or 0) > 0):
-        least = max(gen.min_length, prompt_length + (gen.min_new_tokens or 0))
-        steps.append(lambda ids, s: s.index_fill(1, eos.to(s.device), float("-inf")) if ids.shape[1] < least else s)
+    if gen.min_new_tokens is not None:  # it wins over min_length, as in transformers
+        least = prompt_length + gen.min_new_tokens
+    else:  # min_length counts the prompt; its vectors have no ids here
+        least = max(gen.min_length - vectors, 0)
+    if eos is not None and least > prompt_length:
+        steps.append(lambda ids, s: s.masked_fill(torch.isin(torch.arange(s.shape[-1], device=s.device),
+                                                             eos.to(s.device)), float("-inf"))
+                     if ids.shape[1] < least else s)
     if gen.remove_invalid_values:
         steps.append(lambda ids, s: finite(s))
     steps += list(custom or [])
@@ -161,11 +172,14 @@ def processors(gen, eos, prompt_length, custom=None):
     return process
 
 
-def penalize_repeats(ids, scores, penalty):
-    """Every token already in the sequence (prompt included) scores less: divided by penalty if positive,
-    multiplied if negative (the CTRL paper's rule, as in transformers)."""
-    seen = scores.gather(1, ids)
-    return scores.scatter(1, ids, torch.where(seen < 0, seen * penalty, seen / penalty))
+def penalize_repeats(ids, scores, penalty, padding=None):
+    """Every token already in the sequence (prompt included, its left padding not) scores less: divided
+    by penalty if positive, multiplied if negative (the CTRL paper's rule, as in transformers)."""
+    if padding is not None:  # the padding points at an extra column, dropped at the end
+        ids = ids.masked_fill(torch.arange(ids.shape[1], device=ids.device) < padding[:, None], scores.shape[-1])
+    padded = torch.cat([scores, scores.new_zeros(len(scores), 1)], dim=1)
+    seen = padded.gather(1, ids)
+    return padded.scatter(1, ids, torch.where(seen < 0, seen * penalty, seen / penalty))[:, :-1]
 
 
 def ban_words(ids, scores, banned):
@@ -202,8 +216,9 @@ def keep_top_p(scores, p, keep=1):
 
 
 def sample_next_token(logits, temperature=1.0, top_k=None, top_p=None, generator=None):
-    """Draw one token per row of (B, V) logits: what one step of sampling does. temperature < 1
-    sharpens, > 1 flattens; top_k keeps the k most likely tokens; top_p keeps the smallest set whose
+    """Draw one token per row of (B, V) logits: one step of sampling, for a lesson to call on its own.
+    temperature < 1 sharpens, > 1 flattens; top_k keeps the k most likely tokens (here None or 0 keeps
+    every token; generate's default is 50, as transformers'); top_p keeps the smallest set whose
     probability reaches p."""
     check_sampling(temperature, top_k, top_p)
     scores = logits / temperature
@@ -283,7 +298,9 @@ def generate(model, inputs=None, generation_config=None, **kwargs):
     record = gen.return_dict_in_generate
     step = Stepper(model, input_ids.shape[1], mask, segments, gen.use_cache, embeds, enc, enc_mask,
                    record and gen.output_attentions, record and gen.output_hidden_states)
-    process = processors(gen, eos, input_ids.shape[1], given.get("logits_processor"))
+    padding = None if mask is None or embeds is not None else (mask != 0).int().argmax(1)  # left padding per row
+    vectors = 0 if embeds is None or input_ids.shape[1] else embeds.shape[1]
+    process = processors(gen, eos, input_ids.shape[1], padding, vectors, given.get("logits_processor"))
     decode = beam_search if gen.num_beams > 1 else greedy_or_sample
     return decode(input_ids, step, process, given.get("stopping_criteria") or [], gen, eos, max_new,
                   given.get("generator"))
@@ -315,16 +332,15 @@ def check_prompts(model, input_ids, embeds, mask):
         if not mask[:, -1].all():  # new tokens would follow the padding: transformers warns too, and goes on
             warnings.warn("attention_mask shows padding at the end of a prompt: the new tokens follow the padding, "
                           "which the model never saw in training. Pad the prompts on the left "
-                          "(tokenizer.padding_side = 'left')", stacklevel=4)
+                          "(tokenizer.padding_side = 'left')", stacklevel=5)
     return input_ids, embeds, mask
 
 
 def greedy_or_sample(ids, step, process, stop, gen, eos, max_new, generator):
     """One token per row per step: the argmax, or a draw from the softmax of the processed scores.
     A row that produced eos is filled with pad_token_id until every row is done."""
-    scores, logits, attentions, hidden = [], [], [], []
+    kept = Record(gen)
     unfinished = torch.ones(len(ids), dtype=torch.bool, device=ids.device)
-    out = None
     for _ in range(max_new):
         out = step(ids)
         raw = out.logits[:, -1].float()  # (N, V)
@@ -336,16 +352,14 @@ def greedy_or_sample(ids, step, process, stop, gen, eos, max_new, generator):
         if eos is not None:
             next_id = torch.where(unfinished, next_id, gen.pad_token_id)
         ids = torch.cat([ids, next_id[:, None]], dim=1)
-        scores.append(processed), logits.append(raw), attentions.append(out.attentions), hidden.append(out.hidden_states)
+        kept.add(processed, raw, out)
         if eos is not None:
             unfinished &= ~torch.isin(next_id, eos.to(ids.device))
         for criterion in stop:
-            unfinished &= ~criterion(ids, processed)
+            unfinished &= ~criterion(ids, kept.scores_so_far())
         if not unfinished.any():
             break
-    if not gen.return_dict_in_generate:
-        return ids
-    return result(gen, ids, scores, logits, attentions, hidden, out)
+    return kept.output(ids, step.past)
 
 
 def beam_search(ids, step, process, stop, gen, eos, max_new, generator):
@@ -362,20 +376,19 @@ def beam_search(ids, step, process, stop, gen, eos, max_new, generator):
     running = torch.full((B, K, max_length), fill, dtype=torch.long, device=ids.device)
     running[:, :, :start] = ids.view(B, K, start)
     running_scores = torch.zeros(B, K, device=ids.device)
-    running_scores[:, 1:] = UNFINISHED  # the K copies of a prompt are one beam at first
-    running_from = torch.full((B, K, max_new), -1, dtype=torch.long, device=ids.device)  # beam of each new token
-    done, done_scores, done_from = running.clone(), torch.full((B, K), UNFINISHED, device=ids.device), running_from.clone()
+    running_scores[:, 1:] = LEFT_OUT_OF_TOP_K  # the K copies of a prompt are one beam at first
+    running_from = torch.full((B, K, max_new), -1, dtype=torch.int32, device=ids.device)  # beam of each new token
+    done, done_scores, done_from = running.clone(), torch.full((B, K), LEFT_OUT_OF_TOP_K, device=ids.device), running_from.clone()
     is_done = torch.zeros(B, K, dtype=torch.bool, device=ids.device)
     improvable = torch.ones(B, 1, dtype=torch.bool, device=ids.device)
     first_k = torch.arange(keep, device=ids.device) < K
-    scores, logits, attentions, hidden = [], [], [], []
-    out = None
+    kept = Record(gen)
     for length in range(start, max_length):
         flat = running[:, :, :length].reshape(N, length)
         out = step(flat)
         raw = out.logits[:, -1].float()
         log_probs = process(flat, F.log_softmax(raw, dim=-1))  # (N, V)
-        scores.append(log_probs), logits.append(raw), attentions.append(out.attentions), hidden.append(out.hidden_states)
+        kept.add(log_probs, raw, out)
         V = log_probs.shape[-1]
         total = (log_probs.view(B, K, V) + running_scores[:, :, None]).view(B, K * V)
         if gen.do_sample:  # beam sampling: draw the candidates instead of taking the best
@@ -393,17 +406,17 @@ def beam_search(ids, step, process, stop, gen, eos, max_new, generator):
         if eos is not None:
             ends |= torch.isin(token, eos.to(token.device))
         for criterion in stop:
-            ends |= criterion(cand[:, :, :length + 1].reshape(B * keep, -1), None).view(B, keep)
+            ends |= criterion(cand[:, :, :length + 1].reshape(B * keep, -1), kept.scores_so_far()).view(B, keep)
         # go on with the K best candidates that did not end
-        best = (cand_scores + ends * UNFINISHED).topk(K, dim=-1).indices
-        running_scores = (cand_scores + ends * UNFINISHED).gather(1, best)
+        best = (cand_scores + ends * LEFT_OUT_OF_TOP_K).topk(K, dim=-1).indices
+        running_scores = (cand_scores + ends * LEFT_OUT_OF_TOP_K).gather(1, best)
         running = cand.gather(1, best[:, :, None].expand(-1, -1, max_length))
         running_from = cand_from.gather(1, best[:, :, None].expand(-1, -1, max_new))
         # put aside the candidates that ended among the first K, scored per new token ** length_penalty
         ended = ends & first_k
         final = cand_scores / (length + 1 - start) ** gen.length_penalty
         full = is_done.all(-1, keepdim=True) & (gen.early_stopping is True)
-        final = final + (full | ~improvable | ~ended) * UNFINISHED
+        final = final + (full | ~improvable | ~ended) * LEFT_OUT_OF_TOP_K
         merged = torch.cat([done_scores, final], dim=1).topk(K, dim=-1).indices
         done = torch.cat([done, cand], dim=1).gather(1, merged[:, :, None].expand(-1, -1, max_length))
         done_from = torch.cat([done_from, cand_from], dim=1).gather(1, merged[:, :, None].expand(-1, -1, max_new))
@@ -418,10 +431,8 @@ def beam_search(ids, step, process, stop, gen, eos, max_new, generator):
     sequences, beam_indices = done[:, :n].reshape(B * n, -1), done_from[:, :n].reshape(B * n, -1)
     generated = int((beam_indices >= 0).sum(1).max())
     sequences, beam_indices = sequences[:, :start + generated], beam_indices[:, :generated]
-    if not gen.return_dict_in_generate:
-        return sequences
-    return result(gen, sequences, scores, logits, attentions, hidden, out,
-                  sequences_scores=done_scores[:, :n].reshape(-1), beam_indices=beam_indices)
+    scores = done_scores[:, :n].reshape(-1) if gen.output_scores else None
+    return kept.output(sequences, step.past, sequences_scores=scores, beam_indices=beam_indices)
 
 
 def could_improve(running_scores, done_scores, is_done, new_tokens, max_new, early_stopping, length_penalty):
@@ -431,24 +442,41 @@ def could_improve(running_scores, done_scores, is_done, new_tokens, max_new, ear
     if early_stopping == "never" and length_penalty > 0.0:
         new_tokens = max_new
     best_running = running_scores[:, :1] / new_tokens ** length_penalty
-    worst_done = torch.where(is_done, done_scores.min(dim=1, keepdim=True).values, UNFINISHED)
+    worst_done = torch.where(is_done, done_scores.min(dim=1, keepdim=True).values, LEFT_OUT_OF_TOP_K)
     return (best_running > worst_done).any(dim=-1, keepdim=True)
 
 
-def result(gen, sequences, scores, logits, attentions, hidden, out, **beams):
-    """What return_dict_in_generate returns: transformers' own output class (GenerateDecoderOnlyOutput,
-    or GenerateBeamDecoderOnlyOutput with sequences_scores and beam_indices), holding what the
-    output_* settings asked for: per step, the processed scores, the raw logits, the attentions and
-    hidden states; and the last key/value cache."""
-    from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
-    if beams and not gen.output_scores:
-        beams["sequences_scores"] = None
-    cls = GenerateBeamDecoderOnlyOutput if beams else GenerateDecoderOnlyOutput
-    return cls(sequences=sequences, scores=tuple(scores) if gen.output_scores else None,
-               logits=tuple(logits) if gen.output_logits else None,
-               attentions=tuple(attentions) if gen.output_attentions else None,
-               hidden_states=tuple(hidden) if gen.output_hidden_states else None,
-               cache=None if out is None else out.past_key_values, **beams)
+class Record:
+    """What return_dict_in_generate keeps of each step, as the output_* settings ask: the processed
+    scores, the raw logits, the attentions and the hidden states (nothing, by default)."""
+
+    def __init__(self, gen):
+        asked = lambda switch: [] if gen.return_dict_in_generate and switch else None  # noqa: E731
+        self.scores, self.logits = asked(gen.output_scores), asked(gen.output_logits)
+        self.attentions, self.hidden_states = asked(gen.output_attentions), asked(gen.output_hidden_states)
+        self.wanted = gen.return_dict_in_generate
+
+    def add(self, scores, logits, out):
+        for kept, value in ((self.scores, scores), (self.logits, logits), (self.attentions, out.attentions),
+                            (self.hidden_states, out.hidden_states)):
+            if kept is not None:
+                kept.append(value)
+
+    def scores_so_far(self):
+        """What a stopping criterion gets, as in transformers: the scores kept so far, or None."""
+        return None if self.scores is None else tuple(self.scores)
+
+    def output(self, sequences, cache, **beams):
+        """The sequences, or transformers' own output class (GenerateDecoderOnlyOutput, or
+        GenerateBeamDecoderOnlyOutput with sequences_scores and beam_indices) with what was kept."""
+        if not self.wanted:
+            return sequences
+        from transformers.generation.utils import GenerateBeamDecoderOnlyOutput, GenerateDecoderOnlyOutput
+        cls = GenerateBeamDecoderOnlyOutput if beams else GenerateDecoderOnlyOutput
+        as_tuple = lambda kept: None if kept is None else tuple(kept)  # noqa: E731
+        return cls(sequences=sequences, scores=as_tuple(self.scores), logits=as_tuple(self.logits),
+                   attentions=as_tuple(self.attentions), hidden_states=as_tuple(self.hidden_states), cache=cache,
+                   **beams)
 
 
 __all__ = ["generate", "sample_next_token"]

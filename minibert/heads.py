@@ -25,7 +25,8 @@ from .labels import check_causal_labels, shift_labels
 from .scoring import pseudo_perplexity
 from .config import ACT2FN
 from .fast import Dropout
-from .model import BertModel, BertPreTrainedModel, ModelOutput, decoder_config, model_output
+from .model import BertModel, BertPreTrainedModel, decoder_config
+from .outputs import ModelOutput, model_output
 
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source
@@ -473,6 +474,7 @@ class BertForCausalLM(BertPreTrainedModel):
 
 class BertLMHeadModel(BertForCausalLM):
     """BertForCausalLM under transformers' name for it, for code (and tools) that look for that name."""
+
 
 __all__ = ["BertForMaskedLM", "BertLMHeadModel", "BertForNextSentencePrediction", "BertForPreTraining",
            "BertForSequenceClassification", "BertForCausalLM"]

@@ -1,7 +1,7 @@
 """What a model has learned, on held-out text, next to what a model that learned nothing would score.
 
   masked LM     accuracy and loss at the masked positions   vs. always the most frequent token,
-                pseudo-perplexity (each token masked in turn)   and the unigram distribution
+                pseudo-perplexity (scoring.py)                 and the unigram distribution
   causal LM     next-token accuracy, loss, perplexity       vs. the same two
   NSP / SOP     accuracy on sentence pairs                  vs. always the majority class
 """
@@ -228,5 +228,3 @@ def format_metrics(metrics, base):
             beside = f" ({what} {fmt(base[base_name])})" if base_name in base else ""
             parts.append(f"{name.replace('_', ' ')} {fmt(metrics[name])}{beside}")
     return " | ".join(parts)
-
-

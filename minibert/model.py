@@ -19,8 +19,8 @@ from torch import nn
 from .checks import ID_ARGUMENTS, as_tensor, check_inputs
 from .compat import TransformersHabits, as_minibert_config
 from .config import ACT2FN
-from .fast import Dropout, fused_attention, gather_positions, use_fused_attention  # speed, same numbers
-from .outputs import ModelOutput, model_output  # noqa: F401 (heads.py imports them here)
+from .fast import Dropout, fused_attention, gather_positions, use_fused_attention  # speed tricks, see fast.py
+from .outputs import ModelOutput, model_output
 
 
 class BertEmbeddings(nn.Module):
@@ -76,18 +76,16 @@ class MultiHeadAttention(nn.Module):
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = Dropout(config.attention_probs_dropout_prob)
-        self.implementation = config.attn_implementation  # "eager" written out, "sdpa" fused, None: the faster
+        self.config = config  # config.attn_implementation: "eager" written out, "sdpa" fused, None: the faster
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
-    def forward(self, x, context=None, bias=None):
-        """x (B, T, C) -> (B, T, C): what the layer computes. attend() also returns what the model keeps."""
-        return self.attend(x, context, bias)[0]
-
-    def attend(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False):
-        """x (B, T, C) -> (B, T, C), the weights (B, nh, T, S) if asked for, and the keys and values."""
+    def forward(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False,
+                return_state=False):
+        """x (B, T, C) -> (B, T, C); with return_state (as the layer asks), also the weights (B, nh, T, S),
+        if output_attentions, and the keys and values, for the cache."""
         if self.is_cross_attention and cache is not None:
             k, v = cache  # the encoder's keys and values, computed at the first decoding step
         else:
@@ -96,13 +94,15 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        if use_fused_attention(self.implementation, output_attentions, self.dropout, q):  # same numbers, faster
+        if use_fused_attention(self.config.attn_implementation, output_attentions, self.dropout, q):  # faster
             y, weights = fused_attention(q, k, v, bias, is_causal, self.dropout.p if self.training else 0.0), None
         else:
             y, weights = attention(q, k, v, bias, is_causal, self.dropout)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
-        return y, weights, (k, v)
+        if not return_state:
+            return y
+        return y, weights if output_attentions else None, (k, v)
 
 
 class ResidualNorm(nn.Module):
@@ -128,7 +128,7 @@ class BertAttention(nn.Module):
         self.output = ResidualNorm(config, config.hidden_size)
 
     def forward(self, x, **kwargs):
-        y, weights, kv = self.self.attend(x, **kwargs)
+        y, weights, kv = self.self(x, return_state=True, **kwargs)
         return self.output(y, x), weights, kv
 
 

@@ -1,6 +1,5 @@
 """Scores of sentences from a masked LM: the pseudo-log-likelihood (each token masked in turn and
-scored). BertForMaskedLM.get_perplexity and the course's minimal pairs use it; metrics.py lists it
-with the other measures."""
+scored). BertForMaskedLM.get_perplexity, the CLI's eval and the course's minimal pairs use it."""
 
 import math
 

@@ -189,8 +189,6 @@ def setup_distributed():
     return rank, world, torch.device("cpu")
 
 
-
-
 def run_key(args, train_examples, model):
     """A fingerprint of everything that decides a run's outcome: settings, the source of the modules
     that train, the training examples and the initial weights. A saved run is reused only under the

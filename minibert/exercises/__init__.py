@@ -20,7 +20,7 @@ from .framework import (CHECKS, CLS, MASK, PAD, QUIZZES, SEP, UNK, Question, Qui
                         exercise, first_matching_hint, quiz, quiz_of, run_check, same_number, show_quiz)
 
 # the modules in the order of the notebooks: importing one registers its checks (CHECKS) and quiz
-from . import (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs,  # noqa: E402
+from . import (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs,
                pretraining, attention, objectives, decoders, fine_tuning)
 
 MODULES = (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs, pretraining,

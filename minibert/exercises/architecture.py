@@ -141,8 +141,7 @@ def judge_counts(fn, variants, hints, what):
 @exercise(EX, 2, "parameters of the embeddings")
 def check_embedding_parameters(embedding_parameters):
     """embedding_parameters(config) -> the number of parameters of BertEmbeddings."""
-    return lambda: judge_counts(embedding_parameters, embedding_parameter_variants, EMBEDDING_HINTS,
-                                          "embeddings")
+    return lambda: judge_counts(embedding_parameters, embedding_parameter_variants, EMBEDDING_HINTS, "embeddings")
 
 
 def layer_parameter_variants(c):

@@ -1,6 +1,7 @@
-"""What every exercise and quiz shares: the verdict of a check (Result), run_check, which never lets a
-student's error stop the notebook, first_matching_hint, which finds the slip that explains a wrong
-answer, and the quizzes (Question, quiz, show_quiz). Each notebook's module imports from here."""
+"""What every exercise and quiz shares: @exercise, which registers a check under its number (CHECKS);
+the verdict of a check (Result); run_check, which never lets a student's error stop the notebook;
+first_matching_hint, which finds the slip that explains a wrong answer; and the quizzes (Question,
+quiz, show_quiz). Each notebook's module imports from here; docs/teaching.md shows how to add one."""
 
 import functools
 import operator
@@ -36,17 +37,18 @@ class Result:
     __str__ = __repr__
 
 
-def run_check(exercise, judge, *args):
-    """Call judge(*args), which returns None when everything is right or a hint naming the mistake.
-    Your unfinished stub (NotImplementedError) is "not done"; any other error in your code is reported,
-    never raised, so a notebook always runs to the end."""
+def run_check(label, judge):
+    """Call judge(), which returns None when everything is right or a hint naming the mistake, and
+    answer with the Result of the exercise `label`. Your unfinished stub (NotImplementedError) is
+    "not done"; any other error in your code is reported, never raised, so a notebook always runs to
+    the end."""
     try:
-        hint = judge(*args)
+        hint = judge()
     except NotImplementedError:
-        return Result(exercise, "not done")
+        return Result(label, "not done")
     except Exception as e:  # the student's code failed: say how, do not crash the notebook
-        return Result(exercise, "wrong", f"your code raised {type(e).__name__}: {e}")
-    return Result(exercise, "passed") if hint is None else Result(exercise, "wrong", hint)
+        return Result(label, "wrong", f"your code raised {type(e).__name__}: {e}")
+    return Result(label, "passed") if hint is None else Result(label, "wrong", hint)
 
 
 CHECKS = {}  # "03.2" -> the check of exercise 2 of notebook 03, in the order the modules register them
@@ -63,6 +65,8 @@ def exercise(notebook, number, title):
     def register(make_judge):
         if key in CHECKS:
             raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {make_judge.__name__}")
+        if any(check.__name__ == make_judge.__name__ for check in CHECKS.values()):
+            raise ValueError(f"two exercises are named {make_judge.__name__}: minibert.exercises exports them by name")
 
         @functools.wraps(make_judge)
         def check(*student):

@@ -391,3 +391,27 @@ def test_text_prompts_are_left_padded_without_their_final_sep_and_generate_conti
     batch = model.generate(enc["input_ids"], attention_mask=enc["attention_mask"], max_new_tokens=5)
     assert torch.equal(batch[0], model.generate([[2, 5, 6, 7]], max_new_tokens=5)[0])
     assert torch.equal(batch[1, 2:], model.generate([[2, 5]], max_new_tokens=5)[0])
+
+
+def test_the_repetition_penalty_leaves_left_padding_out_as_transformers_does(causal_pair):
+    ours, theirs = causal_pair
+    _, ids, mask = left_padded_batch()
+    settings = dict(attention_mask=mask, max_new_tokens=6, repetition_penalty=2.0, return_dict_in_generate=True,
+                    output_scores=True)
+    expected, got = same_generation(ours, theirs, ids, **settings)
+    assert torch.equal(got.sequences, expected.sequences)
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(got.scores, expected.scores))
+    pad = ids[mask == 0][0]  # the padding id is never penalized: its score is the raw one
+    assert torch.allclose(got.scores[0][-1, pad], expected.scores[0][-1, pad], atol=1e-5)
+
+
+def test_min_new_tokens_with_a_prompt_of_vectors_counts_new_tokens_only(causal_pair):
+    ours, theirs = causal_pair
+    ids = prompts(seed=14)
+    with torch.no_grad():
+        vectors = ours.get_input_embeddings()(ids)
+    eos = int(ours.generate(inputs_embeds=vectors, max_new_tokens=6)[0, 1])  # the second new token of row 0
+    expected, got = same_generation(ours, theirs, inputs_embeds=vectors, max_new_tokens=6, min_new_tokens=4,
+                                    eos_token_id=eos)
+    assert torch.equal(got, expected)
+    assert (got[:, :4] != eos).all()
