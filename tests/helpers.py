@@ -112,3 +112,14 @@ def left_padded_batch():
     for row, p in enumerate(prompts):
         ids[row, 6 - len(p):], mask[row, 6 - len(p):] = p, 1
     return prompts, ids, mask
+
+
+def labels_for(cls, batch):
+    """The keyword arguments that give each head its labels from make_batch's batch."""
+    return {
+        minibert.BertForMaskedLM: dict(labels=batch["mlm_labels"]),
+        minibert.BertForNextSentencePrediction: dict(labels=batch["nsp_labels"]),
+        minibert.BertForPreTraining: dict(labels=batch["mlm_labels"], next_sentence_label=batch["nsp_labels"]),
+        minibert.BertForCausalLM: dict(labels=batch["causal_labels"]),
+        minibert.BertForSequenceClassification: dict(labels=batch["class_labels"]),
+    }.get(cls, {})

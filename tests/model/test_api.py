@@ -14,19 +14,9 @@ import torch
 import transformers
 
 import minibert
-from helpers import CONFIGS, PAIRS, left_padded_batch, make_batch, randomize, word_tokenizer
+from helpers import CONFIGS, PAIRS, labels_for, left_padded_batch, make_batch, randomize, word_tokenizer
 
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-
-
-def labels_for(cls, batch):
-    return {
-        minibert.BertForMaskedLM: dict(labels=batch["mlm_labels"]),
-        minibert.BertForNextSentencePrediction: dict(labels=batch["nsp_labels"]),
-        minibert.BertForPreTraining: dict(labels=batch["mlm_labels"], next_sentence_label=batch["nsp_labels"]),
-        minibert.BertForCausalLM: dict(labels=batch["causal_labels"]),
-        minibert.BertForSequenceClassification: dict(labels=batch["class_labels"]),
-    }.get(cls, {})
 
 
 def twins(tmp_path, cls, config_name="gelu", seed=1):

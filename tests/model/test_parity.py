@@ -7,7 +7,7 @@ import torch
 import transformers
 
 import minibert
-from helpers import CONFIGS, PAIRS, make_batch, randomize
+from helpers import CONFIGS, PAIRS, labels_for, make_batch, randomize
 
 TOL = 1e-4
 
@@ -19,13 +19,7 @@ def hf_config(name, ours_cls, **extra):
 def run_both(ours, theirs, cls, batch):
     """Forward both models on the batch with each head's labels; return comparable tensors by name."""
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
-    label_kwargs = {
-        minibert.BertForMaskedLM: dict(labels=batch["mlm_labels"]),
-        minibert.BertForNextSentencePrediction: dict(labels=batch["nsp_labels"]),
-        minibert.BertForPreTraining: dict(labels=batch["mlm_labels"], next_sentence_label=batch["nsp_labels"]),
-        minibert.BertForCausalLM: dict(labels=batch["causal_labels"]),
-        minibert.BertForSequenceClassification: dict(labels=batch["class_labels"]),
-    }.get(cls, {})
+    label_kwargs = labels_for(cls, batch)
     with torch.no_grad():
         a, b = ours(**inputs, **label_kwargs), theirs(**inputs, **label_kwargs)
     real = batch["attention_mask"].bool()
