@@ -254,15 +254,17 @@ def load_pretrained(cls, path, *, config=None, state_dict=None, dtype=None, torc
         warnings.warn(f"{cls.__name__}: {len(fresh)} weights are not in {path!r} and were freshly "
                       f"initialized: {', '.join(fresh[:6])}{' ...' if len(fresh) > 6 else ''}. "
                       "Train the model before trusting its outputs.", stacklevel=3)
-    model.loading_info = {"missing_keys": set(missing), "unexpected_keys": set(unexpected),  # sets, as in transformers
-                          "mismatched_keys": set(mismatched), "error_msgs": []}
+    model.loading_info = {"missing_keys": list(missing), "unexpected_keys": list(unexpected),
+                          "mismatched_keys": mismatched, "error_msgs": []}  # lists, in order, to read and print
     if path is not None and model.can_generate() and os.path.isfile(os.path.join(path, GENERATION_FILE)):
         model.generation_config = read_generation_config(path)
     dtype = weights_dtype(dtype if dtype is not None else torch_dtype, model.config)
     if dtype is not None:
         model.to(dtype)
     model.eval()
-    return (model, model.loading_info) if output_loading_info else model
+    if not output_loading_info:
+        return model
+    return model, {k: v if k == "error_msgs" else set(v) for k, v in model.loading_info.items()}  # transformers' sets
 
 
 def read_generation_config(path):
