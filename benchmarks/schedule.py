@@ -20,7 +20,7 @@ import statistics
 
 from scored_run import train_and_score
 
-from minibert import pretrained
+from minibert.course import pretrained
 
 VARIANTS = {  # name -> (schedule, warm-up share)
     "linear": ("linear", 0.05),

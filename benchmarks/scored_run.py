@@ -10,7 +10,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from transformers import AutoTokenizer  # noqa: E402
 
 import minibert  # noqa: E402
-from minibert import pretrained  # noqa: E402
+from minibert.course import pretrained  # noqa: E402
 
 
 def train_and_score(run, objective="mlm", **settings):

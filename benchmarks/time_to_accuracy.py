@@ -28,10 +28,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
-from minibert.metrics import evaluate  # noqa: E402
-from minibert.pretrained import machine  # noqa: E402
-from minibert.train import (BertConfig, TrainArgs, default_lr, init_prior, learning_rate, model_class,  # noqa: E402
-                            prepare_data, pretrain, resolve_bf16)
+from minibert.training.metrics import evaluate  # noqa: E402
+from minibert.course.pretrained import machine  # noqa: E402
+from minibert.training.trainer import BertConfig, TrainArgs, default_lr, init_prior, learning_rate, model_class, prepare_data, pretrain, resolve_bf16
 
 
 def first_time_at(curve, target):

@@ -20,8 +20,8 @@ import os
 from scored_run import train_and_score
 
 import minibert
-from minibert import pretrained
-from minibert.blanks import EVERYDAY_BLANKS
+from minibert.course import pretrained
+from minibert.data.blanks import EVERYDAY_BLANKS
 
 
 def tokens_per_word(tokenizer, documents):

@@ -1,19 +1,27 @@
 """minibert: a compact BERT with masked-LM, next-sentence and causal-LM heads, interchangeable with
-transformers' BERT, and the companion package of the course in notebooks/."""
+transformers' BERT, and the companion package of the course in notebooks/.
 
-from .config import PRESETS, BertConfig
-from .corpus import Corpus, load_corpus, split_corpus, split_sentences
-from .data import (DECISIONS, CausalLMCollator, MLMCollator, class_balance, make_lm_examples, make_nsp_examples,
-                   make_sop_examples)
-from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
-                    BertForSequenceClassification, BertLMHeadModel)
-from .generation import sample_next_token
-from .labels import check_causal_labels, shift_labels
-from .metrics import Interval, baselines, bootstrap, evaluate, proportion
-from .scoring import pseudo_perplexity
-from .model import BertModel, ModelOutput
-from .tokenizer import train_tokenizer
-from .train import PretrainResult, TrainArgs, Trainer, load_result, pretrain
+Its rooms, each importing only the rooms listed before it (tests/test_layout.py checks):
+
+    cache.py    the cache folder, whole-file writes, locks
+    model/      the model: config, encoder, heads, generation, checkpoint files
+    data/       text and batches: corpus, tokenizer, examples, collators
+    training/   objectives, the trainer, metrics, probes, fine-tuning
+    viz/        the course's pictures
+    course/     the course's runs, shipped checkpoints, figures, student versions and website
+    exercises/  the notebooks' checked exercises and quizzes
+    cli.py      python -m minibert
+"""
+
+from .data import (DECISIONS, CausalLMCollator, Corpus, MLMCollator, class_balance, load_corpus, make_lm_examples,
+                   make_nsp_examples, make_sop_examples, split_corpus, split_sentences, train_tokenizer)
+from .model import (PRESETS, BertConfig, BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction,
+                    BertForPreTraining, BertForSequenceClassification, BertLMHeadModel, BertModel, ModelOutput)
+from .model.generation import sample_next_token
+from .model.labels import check_causal_labels, shift_labels
+from .model.scoring import pseudo_perplexity
+from .training import Interval, PretrainResult, TrainArgs, Trainer, baselines, bootstrap, evaluate, load_result, \
+    pretrain, proportion
 
 __version__ = "0.1.0"
 

@@ -9,7 +9,7 @@ import torch
 import transformers
 
 import minibert
-from minibert.course import output_text as outputs_text  # noqa: F401 (what a notebook cell showed)
+from minibert.course.notebooks import output_text as outputs_text  # noqa: F401 (what a notebook cell showed)
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]  # the repository
 

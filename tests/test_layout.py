@@ -1,33 +1,32 @@
 """The package's layout: each module sits in a room, and rooms import only the rooms below them.
 
     files      cache.py: the cache folder, whole-file writes, locks, permissions
-    model      the model a student reads and what it needs: config, encoder, heads, generation, outputs,
-               input checks, label rules, fast paths, transformers habits, checkpoint files, scoring
-    data       text and batches: corpus, tokenizer, examples and collators, the everyday blanks
-    training   objectives' metrics, the trainer, probes, fine-tuning
-    viz        the course's pictures
-    course     the course's runs, shipped checkpoints, student versions and site, the figures
-    exercises  the checks and quizzes of the notebooks
-    cli        python -m minibert (and the package face, minibert/__init__.py)
+    model      model/: config, encoder, heads, generation, outputs, input checks, label rules, fast paths,
+               transformers habits, checkpoint files, scoring
+    data       data/: corpus, tokenizer, examples, collators, the everyday blanks
+    training   training/: objectives, the trainer, metrics, probes, fine-tuning
+    viz        viz/: the course's pictures
+    course     course/: the course's runs, shipped checkpoints, figures, student versions and site
+    exercises  exercises/: the checks and quizzes of the notebooks
+    cli        cli.py, python -m minibert, and the package face (minibert/__init__.py)
 
-Every import counts, those inside functions too: an import that goes back up a room, or a cycle
-between modules, fails here with the line that makes it.
+A room is a folder (or, for the two ends, a module). Every import counts, those inside functions too:
+an import that goes back up a room, or a cycle between modules, fails here with the line that makes it.
 """
 
 import ast
 import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "minibert"
-ROOMS = {
+ROOMS = {  # room -> the top-level names under minibert/ that belong to it
     "files": {"cache"},
-    "model": {"config", "labels", "checks", "outputs", "fast", "compat", "model", "heads", "generation", "scoring",
-              "hub"},
-    "data": {"corpus", "tokenizer", "data", "blanks"},
-    "training": {"metrics", "train", "probe", "finetune"},
+    "model": {"model"},
+    "data": {"data"},
+    "training": {"training"},
     "viz": {"viz"},
-    "course": {"course", "pretrained", "figures"},
+    "course": {"course"},
     "exercises": {"exercises"},
-    "cli": {"__main__", "__init__"},
+    "cli": {"cli", "__main__", "__init__"},
 }
 ORDER = list(ROOMS)
 
@@ -104,5 +103,14 @@ def test_no_module_imports_itself_back_through_others():
 
 def test_the_layout_check_sees_an_import_inside_a_function(tmp_path):
     path = tmp_path / "config.py"
-    path.write_text("def f():\n    from .train import pretrain\n")
-    assert list(imports("minibert.config", path, {"minibert.config", "minibert.train"})) == [(2, "minibert.train")]
+    path.write_text("def f():\n    from ..training.trainer import pretrain\n")
+    known = {"minibert.model.config", "minibert.training.trainer"}
+    assert list(imports("minibert.model.config", path, known)) == [(2, "minibert.training.trainer")]
+
+
+def test_every_room_is_a_folder_of_the_package():
+    for room, names in ROOMS.items():
+        if room not in ("files", "cli"):
+            assert (PACKAGE / room / "__init__.py").is_file(), f"the {room} room has no folder minibert/{room}/"
+    tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    assert tops == set().union(*ROOMS.values()), f"modules outside the rooms: {tops - set().union(*ROOMS.values())}"

@@ -10,14 +10,15 @@ answers to a notebook's "check yourself" questions and explains each one.
 
 The checks live in one module per notebook (welcome.py, tokenization.py, ...), each registered under
 its number by the @exercise decorator of framework.py, which also holds what they share: Result,
-run_check, the quizzes, and first_matching_hint. Most checks are written as data: a `*_variants`
-function computes the right answer and what each usual slip returns, a `*_HINTS` table gives each
-slip its hint, and first_matching_hint finds the slip that explains a wrong answer. docs/teaching.md
-says how to add an exercise.
+run_check, the quizzes, Slip and judge_answer. Most checks are written as data: a table of Slips gives
+each usual mistake, what a student who makes it returns and the hint that names it, side by side, and
+judge_answer compares an answer with the right one, then with each slip. docs/teaching.md says how to
+add an exercise.
 """
 
 from .framework import (CHECKS, CLS, MASK, PAD, QUIZZES, SEP, UNK, Question, QuizResult, Result,  # noqa: F401
-                        exercise, first_matching_hint, quiz, quiz_of, run_check, same_number, show_quiz)
+                        Slip, exercise, expect, judge_answer, quiz, quiz_of, run_check, same_number, show_quiz,
+                        tensor_of_shape)
 
 # the modules in the order of the notebooks: importing one registers its checks (CHECKS) and quiz
 from . import (welcome, tokenization, architecture, language_modeling, masked_lm, sentence_pairs,

@@ -4,53 +4,49 @@ import math
 
 import torch
 
-from ..config import BertConfig
-from .framework import Question, exercise, first_matching_hint
+from ..model.config import BertConfig
+from .framework import Question, Slip, exercise, judge_answer
 
 EX = "02"
 
 
 # ---- 02.1 a causal attention head by hand ----
-def attention_variants(q, k, v, key_mask):
-    """The right answer first, then the usual slips, name -> output: the future or the padding left visible, the
-    triangle the wrong way round (triu) or without its diagonal, no scaling or scaling by d, the softmax over the
-    queries, and the mask multiplied into the scores instead of -inf."""
+def attend(q, k, v, key_mask, keys="causal", scale=None, dim=-1, multiply=False):
+    """One causal head: query i looks at keys 0..i that are not padding. The other arguments make the usual slips:
+    which keys a query may look at ("future visible", "future only": the triangle the wrong way round (triu),
+    "padding visible", "diagonal excluded"), the scale (sqrt(d) by default), the softmax's axis, and the mask
+    multiplied into the scores instead of -inf."""
     T, d = q.shape
-    past = torch.ones(T, T, dtype=torch.bool).tril()  # query i may look at keys 0..i
+    ones = torch.ones(T, T, dtype=torch.bool)
     real = key_mask.bool()[None, :]  # (1, T): padding keys are never looked at
-
-    def attend(scale=math.sqrt(d), keep=past & real, dim=-1, multiply=False):
-        scores = q @ k.T / scale
-        scores = scores * keep if multiply else scores.masked_fill(~keep, float("-inf"))
-        return scores.softmax(dim) @ v
-
-    return {
-        "right": attend(),
-        "future visible": attend(keep=real.expand(T, T)),
-        "future only": attend(keep=torch.ones(T, T, dtype=torch.bool).triu() & real),
-        "padding visible": attend(keep=past),
-        "not scaled": attend(scale=1.0),
-        "scaled by d": attend(scale=float(d)),
-        "softmax over queries": attend(dim=0),
-        "mask multiplied": attend(multiply=True),
-        "diagonal excluded": attend(keep=torch.ones(T, T, dtype=torch.bool).tril(-1) & real),
-    }
+    keep = {"causal": ones.tril() & real, "future visible": real.expand(T, T), "future only": ones.triu() & real,
+            "padding visible": ones.tril(), "diagonal excluded": ones.tril(-1) & real}[keys]
+    scores = q @ k.T / (math.sqrt(d) if scale is None else scale)
+    scores = scores * keep if multiply else scores.masked_fill(~keep, float("-inf"))
+    return scores.softmax(dim) @ v
 
 
-ATTENTION_HINTS = {
-    "future visible": "query i can still see the keys after it: also hide keys j > i (a lower-triangular mask, "
-                      "torch.ones(T, T).tril())",
-    "future only": "the triangle is the wrong way round: query i may see keys 0..i (tril), not i..T-1 (triu)",
-    "padding visible": "the causal part is right, but padding keys (key_mask == 0) must be hidden as well",
-    "not scaled": "divide the scores q @ k.T by sqrt(d), the head size: without it, large dot products make the "
-                  "softmax nearly one-hot",
-    "scaled by d": "divide by sqrt(d), not by d",
-    "softmax over queries": "softmax over the KEYS (the last axis, dim=-1): each query's weights must sum to 1",
-    "mask multiplied": "multiplying scores by the mask makes them 0, and exp(0) = 1 still gives weight: use "
-                       "scores.masked_fill(~allowed, float('-inf'))",
-    "diagonal excluded": "a token may look at itself: keep the diagonal (tril() with diagonal=0), or query 0 has "
-                         "nothing to look at",
-}
+ATTENTION_SLIPS = [  # on the case (q, k, v, key_mask)
+    Slip("future visible", lambda *case: attend(*case, keys="future visible"),
+         "query i can still see the keys after it: also hide keys j > i (a lower-triangular mask, "
+         "torch.ones(T, T).tril())"),
+    Slip("future only", lambda *case: attend(*case, keys="future only"),
+         "the triangle is the wrong way round: query i may see keys 0..i (tril), not i..T-1 (triu)"),
+    Slip("padding visible", lambda *case: attend(*case, keys="padding visible"),
+         "the causal part is right, but padding keys (key_mask == 0) must be hidden as well"),
+    Slip("not scaled", lambda *case: attend(*case, scale=1.0),
+         "divide the scores q @ k.T by sqrt(d), the head size: without it, large dot products make the softmax "
+         "nearly one-hot"),
+    Slip("scaled by d", lambda q, k, v, key_mask: attend(q, k, v, key_mask, scale=float(q.shape[1])),
+         "divide by sqrt(d), not by d"),
+    Slip("softmax over queries", lambda *case: attend(*case, dim=0),
+         "softmax over the KEYS (the last axis, dim=-1): each query's weights must sum to 1"),
+    Slip("mask multiplied", lambda *case: attend(*case, multiply=True),
+         "multiplying scores by the mask makes them 0, and exp(0) = 1 still gives weight: use "
+         "scores.masked_fill(~allowed, float('-inf'))"),
+    Slip("diagonal excluded", lambda *case: attend(*case, keys="diagonal excluded"),
+         "a token may look at itself: keep the diagonal (tril() with diagonal=0), or query 0 has nothing to look at"),
+]
 
 
 def attention_cases():
@@ -63,122 +59,124 @@ def attention_cases():
     return cases
 
 
+def head_output_form(got, q, k, v):
+    """A hint when `got` is not the head's output, a (T, d) tensor, else None."""
+    if not isinstance(got, torch.Tensor):
+        return f"return a tensor, not {type(got).__name__}"
+    if got.shape == (len(q), len(k)) and got.shape != v.shape:
+        return "those look like the attention weights (T, T); return weights @ v, shape (T, d)"
+    if got.shape != v.shape:
+        return f"the output has one row per query and d columns: shape {tuple(v.shape)}, not {tuple(got.shape)}"
+    return None
+
+
+def attention_hint(got):
+    if torch.isnan(got).any():
+        return "NaN in the output: some query has no key it may look at (every score -inf)"
+    return ("compare step by step: scores = q @ k.T / sqrt(d); hide keys j > i and padding keys with "
+            "masked_fill(-inf); softmax(dim=-1); @ v")
+
+
 @exercise(EX, 1, "a causal attention head by hand")
 def check_causal_attention(causal_attention):
     """causal_attention(q, k, v, key_mask) -> (T, d): one head where query i sees keys 0..i that are not padding."""
     def judge():
-        for q, k, v, key_mask in attention_cases():
-            variants = attention_variants(q, k, v, key_mask)
-            got = causal_attention(q.clone(), k.clone(), v.clone(), key_mask.clone())
-            if not isinstance(got, torch.Tensor):
-                return f"return a tensor, not {type(got).__name__}"
-            if got.shape == (len(q), len(k)) and got.shape != v.shape:
-                return "those look like the attention weights (T, T); return weights @ v, shape (T, d)"
-            if got.shape != v.shape:
-                return f"the output has one row per query and d columns: shape {tuple(v.shape)}, not {tuple(got.shape)}"
-            if torch.allclose(got, variants["right"], atol=1e-5):
-                continue
-            hint = first_matching_hint(got, variants, ATTENTION_HINTS,
-                                       same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True))
+        for case in attention_cases():
+            got = causal_attention(*(x.clone() for x in case))
+            hint = judge_answer(got, attend(*case), ATTENTION_SLIPS, case,
+                                form=lambda got: head_output_form(got, *case[:3]),
+                                same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True),
+                                fallback=attention_hint)
             if hint:
                 return hint
-            if torch.isnan(got).any():
-                return "NaN in the output: some query has no key it may look at (every score -inf)"
-            return ("compare step by step: scores = q @ k.T / sqrt(d); hide keys j > i and padding keys with "
-                    "masked_fill(-inf); softmax(dim=-1); @ v")
         return None
     return judge
 
 
 # ---- 02.2 and 02.3 parameter counts ----
-def embedding_parameter_variants(c):
-    """The parameters of BertEmbeddings first, then the usual slips: a table forgotten (positions, segments, all
-    but the words), the LayerNorm forgotten, or counted with its weight only."""
-    V, P, S, H = c.vocab_size, c.max_position_embeddings, c.type_vocab_size, c.hidden_size
-    return {
-        "right": V * H + P * H + S * H + 2 * H,
-        "no position": V * H + S * H + 2 * H,
-        "no segment": V * H + P * H + 2 * H,
-        "no LayerNorm": V * H + P * H + S * H,
-        "LayerNorm half": V * H + P * H + S * H + H,
-        "words only": V * H,
-    }
+def embedding_count(c, positions=True, segments=True, norm_vectors=2):
+    """The parameters of BertEmbeddings: the word, position and segment tables, then a LayerNorm (a weight and a
+    bias). The other arguments make the usual slips: a table or the LayerNorm (or half of it) forgotten."""
+    tables = c.vocab_size + c.max_position_embeddings * positions + c.type_vocab_size * segments
+    return (tables + norm_vectors) * c.hidden_size
 
 
-EMBEDDING_HINTS = {
-    "no position": "you forgot the position table: max_position_embeddings x hidden_size",
-    "no segment": "you forgot the segment (token type) table: type_vocab_size x hidden_size",
-    "no LayerNorm": "you forgot the LayerNorm after the sum: a weight and a bias, hidden_size each",
-    "LayerNorm half": "LayerNorm has a weight AND a bias: 2 x hidden_size",
-    "words only": "the word table is only one of three tables (words, positions, segments), then a LayerNorm",
-}
+EMBEDDING_SLIPS = [
+    Slip("no position", lambda c: embedding_count(c, positions=False),
+         "you forgot the position table: max_position_embeddings x hidden_size"),
+    Slip("no segment", lambda c: embedding_count(c, segments=False),
+         "you forgot the segment (token type) table: type_vocab_size x hidden_size"),
+    Slip("no LayerNorm", lambda c: embedding_count(c, norm_vectors=0),
+         "you forgot the LayerNorm after the sum: a weight and a bias, hidden_size each"),
+    Slip("LayerNorm half", lambda c: embedding_count(c, norm_vectors=1),
+         "LayerNorm has a weight AND a bias: 2 x hidden_size"),
+    Slip("words only", lambda c: embedding_count(c, positions=False, segments=False, norm_vectors=0),
+         "the word table is only one of three tables (words, positions, segments), then a LayerNorm"),
+]
 
 CONFIGS = [BertConfig.tiny(vocab_size=8000), BertConfig.base(), BertConfig.mini(vocab_size=500, type_vocab_size=3)]
 
 
-def judge_counts(fn, variants, hints, what):
-    """Run fn on every config; a hint applies only if it explains all of them (some slips coincide on one)."""
+def judge_counts(count, right, slips, what):
+    """Run count on every config; a slip explains the counts only if it explains all of them (some slips coincide
+    on one config)."""
     answers = []
     for config in CONFIGS:
-        got = fn(config)
+        got = count(config)
         if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.is_floating_point():
             got = int(got)
         if not isinstance(got, int) or isinstance(got, bool):
             return f"return the count as an int, not {type(got).__name__}"
         answers.append(got)
-    expected = [variants(config) for config in CONFIGS]
-    if all(got == e["right"] for got, e in zip(answers, expected)):
-        return None
-    on_every_config = {name: [e[name] for e in expected] for name in expected[0]}  # name -> its counts, one a config
-    hint = first_matching_hint(answers, on_every_config, hints)
-    if hint:
-        return hint
-    config, got, e = next((c, g, e) for c, g, e in zip(CONFIGS, answers, expected) if g != e["right"])
-    return (f"for a config with hidden_size={config.hidden_size}, vocab_size={config.vocab_size} the {what} "
-            f"have {e['right']:,} parameters; you have {got:,}")
+
+    def first_wrong(answers):
+        config, got = next((c, got) for c, got in zip(CONFIGS, answers) if got != right(c))
+        return (f"for a config with hidden_size={config.hidden_size}, vocab_size={config.vocab_size} the {what} "
+                f"have {right(config):,} parameters; you have {got:,}")
+    return judge_answer(answers, [right(c) for c in CONFIGS], slips, cases=[(c,) for c in CONFIGS],
+                        fallback=first_wrong)
 
 
 @exercise(EX, 2, "parameters of the embeddings")
 def check_embedding_parameters(embedding_parameters):
     """embedding_parameters(config) -> the number of parameters of BertEmbeddings."""
-    return lambda: judge_counts(embedding_parameters, embedding_parameter_variants, EMBEDDING_HINTS, "embeddings")
+    return lambda: judge_counts(embedding_parameters, embedding_count, EMBEDDING_SLIPS, "embeddings")
 
 
-def layer_parameter_variants(c):
-    """The parameters of one BertLayer first, then the usual slips: the biases, the attention's output projection,
-    a LayerNorm, both LayerNorms or half the feed-forward block forgotten, and the query/key/value matrices
-    counted once per head."""
+def layer_count(c, biases=True, attention_matrices=4, feed_forward_matrices=2, norms=2):
+    """The parameters of one BertLayer: query, key, value and output projection (H x H, with biases), the
+    feed-forward block (H -> intermediate_size -> H) and two LayerNorms. The other arguments make the usual slips:
+    the biases, a projection, half the feed-forward block or a LayerNorm forgotten, or the query/key/value
+    matrices counted once per head."""
     H, I = c.hidden_size, c.intermediate_size
-    attention = 4 * (H * H + H)  # query, key, value and the output projection, with biases
-    feed_forward = (H * I + I) + (I * H + H)
-    norms = 2 * 2 * H
-    return {
-        "right": attention + feed_forward + norms,
-        "no biases": 4 * H * H + 2 * H * I + norms,
-        "no output projection": 3 * (H * H + H) + feed_forward + norms,
-        "no LayerNorm": attention + feed_forward,
-        "one LayerNorm": attention + feed_forward + 2 * H,
-        "half feed-forward": attention + (H * I + I) + norms,
-        "per head": c.num_attention_heads * 3 * (H * H + H) + (H * H + H) + feed_forward + norms,
-    }
+
+    def linear(n_in, n_out):
+        return n_in * n_out + n_out * biases
+    feed_forward = [linear(H, I), linear(I, H)][:feed_forward_matrices]
+    return attention_matrices * linear(H, H) + sum(feed_forward) + norms * 2 * H
 
 
-LAYER_HINTS = {
-    "no biases": "every nn.Linear here has a bias: in_features x out_features + out_features",
-    "no output projection": "after the heads are joined, attention.output.dense (H x H + H) mixes them: four "
-                            "H x H matrices, not three",
-    "no LayerNorm": "you forgot the two LayerNorms (after attention and after the feed-forward), 2 x H each",
-    "one LayerNorm": "a layer has TWO LayerNorms, one after each sub-layer, 2 x H parameters each",
-    "half feed-forward": "the feed-forward block has two matrices: H -> intermediate_size and back",
-    "per head": "the heads share the H x H query/key/value matrices (each head uses H / num_heads of the columns); "
-                "do not multiply by the number of heads",
-}
+LAYER_SLIPS = [
+    Slip("no biases", lambda c: layer_count(c, biases=False),
+         "every nn.Linear here has a bias: in_features x out_features + out_features"),
+    Slip("no output projection", lambda c: layer_count(c, attention_matrices=3),
+         "after the heads are joined, attention.output.dense (H x H + H) mixes them: four H x H matrices, not three"),
+    Slip("no LayerNorm", lambda c: layer_count(c, norms=0),
+         "you forgot the two LayerNorms (after attention and after the feed-forward), 2 x H each"),
+    Slip("one LayerNorm", lambda c: layer_count(c, norms=1),
+         "a layer has TWO LayerNorms, one after each sub-layer, 2 x H parameters each"),
+    Slip("half feed-forward", lambda c: layer_count(c, feed_forward_matrices=1),
+         "the feed-forward block has two matrices: H -> intermediate_size and back"),
+    Slip("per head", lambda c: layer_count(c, attention_matrices=3 * c.num_attention_heads + 1),
+         "the heads share the H x H query/key/value matrices (each head uses H / num_heads of the columns); do not "
+         "multiply by the number of heads"),
+]
 
 
 @exercise(EX, 3, "parameters of one transformer layer")
 def check_layer_parameters(layer_parameters):
     """layer_parameters(config) -> the number of parameters of one BertLayer (encoder block)."""
-    return lambda: judge_counts(layer_parameters, layer_parameter_variants, LAYER_HINTS, "layer's weights")
+    return lambda: judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")
 
 
 QUIZ = {EX: {

@@ -5,7 +5,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .framework import Question, exercise, first_matching_hint
+from .framework import Question, Slip, exercise, expect, judge_answer
 
 EX = "07"
 
@@ -23,20 +23,29 @@ def _weights(q, k, causal):
     return scores.softmax(-1)
 
 
-def entropy_variants(w):
-    """The entropy (nats) of each row of the weights w first, then the usual slips, name -> (heads, T): the sign
-    forgotten, log2 instead of the natural log, and the sum over the queries (axis -2) instead of the keys."""
-    plogp = torch.special.xlogy(w, w)  # p log p, and 0 where p is 0
-    right = -plogp.sum(-1)
-    return {"right": right, "negated": -right, "bits": right / math.log(2), "over queries": -plogp.sum(-2)}
+def entropy(w, axis=-1):
+    """The entropy (nats) of each row of the weights w, a distribution over the keys (the last axis)."""
+    return -torch.special.xlogy(w, w).sum(axis)  # p log p, and 0 where p is 0
 
 
-ENTROPY_HINTS = {
-    "negated": "entropy is MINUS the sum of p log p: it is never negative",
-    "bits": "use the natural log (nats), as the notebook does; log2 gives bits",
-    "over queries": "wrong axis: a row (one query, the last axis) is a probability distribution over the keys; sum "
-                    "over the last axis",
-}
+ENTROPY_SLIPS = [
+    Slip("negated", lambda w: -entropy(w), "entropy is MINUS the sum of p log p: it is never negative"),
+    Slip("bits", lambda w: entropy(w) / math.log(2),
+         "use the natural log (nats), as the notebook does; log2 gives bits"),
+    Slip("over queries", lambda w: entropy(w, axis=-2),
+         "wrong axis: a row (one query, the last axis) is a probability distribution over the keys; sum over the last "
+         "axis"),
+]
+
+
+def entropy_form(got, shape):
+    """A hint when `got` is not one entropy per head and query, or holds NaN, else None."""
+    if not isinstance(got, torch.Tensor) or got.shape != shape:
+        return f"return one entropy per head and query, shape (heads, T) = {tuple(shape)}: sum over the keys only"
+    if torch.isnan(got).any():
+        return ("you got NaN: a causal row has weights that are exactly 0 and 0 * log(0) is NaN in floating point; "
+                "it should count as 0 (torch.special.xlogy(p, p), or log(p.clamp_min(1e-12)))")
+    return None
 
 
 @exercise(EX, 1, "attention entropy")
@@ -46,20 +55,13 @@ def check_attention_entropy(attention_entropy):
         q, k = _qk()
         for causal in (False, True):
             w = _weights(q, k, causal)
-            variants = entropy_variants(w)
+            expected = entropy(w)
             got = attention_entropy(w.clone())
-            expected = variants["right"]
-            if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-                return (f"return one entropy per head and query, shape (heads, T) = {tuple(expected.shape)}: sum "
-                        "over the keys only")
-            if torch.isnan(got).any():
-                return ("you got NaN: a causal row has weights that are exactly 0 and 0 * log(0) is NaN in floating "
-                        "point; it should count as 0 (torch.special.xlogy(p, p), or log(p.clamp_min(1e-12)))")
-            if torch.allclose(got, expected, atol=1e-4):
-                continue
-            return (first_matching_hint(got, variants, ENTROPY_HINTS,
-                                        same=lambda a, b: torch.allclose(a, b, atol=1e-4))
-                    or "for each row compute -sum(p * log p) over the keys (the last axis)")
+            hint = judge_answer(got, expected, ENTROPY_SLIPS, (w,), same=lambda a, b: torch.allclose(a, b, atol=1e-4),
+                                form=lambda got: entropy_form(got, expected.shape),
+                                fallback="for each row compute -sum(p * log p) over the keys (the last axis)")
+            if hint:
+                return hint
         return None
     return judge
 
@@ -79,52 +81,75 @@ def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=N
     return scores.masked_fill(hide, fill).softmax(dim)
 
 
-def masked_attention_variants(q, k, mask):
-    """The right weights first, then the usual slips, name -> weights: the mask forgotten, no scaling or scaling by
-    d, the mask put on the queries (or on the queries and the keys) instead of the keys, the softmax over the
-    queries, the mask inverted, and, only when B == T, a (B, T) mask broadcast against (T, T) scores without an
-    error (mask row i used for query i). A slip comes as a pair of weights, hiding with -inf and with -1e9, the two
-    usual fills: they differ where a row has no key left."""
-    keys, queries = mask[:, None, None, :] == 0, mask[:, None, :, None] == 0  # (B, 1, 1, T), (B, 1, T, 1)
-    slips = {
-        "no mask": dict(masked=torch.zeros_like(keys)),
-        "not scaled": dict(scale=1.0),
-        "scaled by d": dict(scale=float(q.shape[-1])),
-        "mask on the queries": dict(masked=queries),
-        "mask on queries and keys": dict(masked=queries | keys),
-        "softmax over queries": dict(dim=-2),
-        "mask inverted": dict(masked=~keys),
-    }
+def _padding_keys(mask):
+    return mask[:, None, None, :] == 0  # (B, 1, 1, T)
+
+
+def _padding_queries(mask):
+    return mask[:, None, :, None] == 0  # (B, 1, T, 1)
+
+
+def _either_fill(q, k, mask, **slip):
+    """A slip's weights hiding with -inf and with -1e9, the two usual fills: they differ where a row has no key
+    left."""
+    return tuple(_masked_weights(q, k, mask, fill, **slip) for fill in (float("-inf"), -1e9))
+
+
+def _broadcast_wrongly(q, k, mask):
+    """The weights of a (B, T) mask broadcast against (T, T) scores (mask row i used for query i): without an error
+    only when B == T, so only such a case can show it."""
     B, T = mask.shape
-    if B == T:
-        slips["mask broadcast wrongly"] = dict(masked=mask[None, None] == 0)
-    return {"right": _masked_weights(q, k, mask),
-            **{name: (_masked_weights(q, k, mask, float("-inf"), **slip), _masked_weights(q, k, mask, -1e9, **slip))
-               for name, slip in slips.items()}}
+    return _either_fill(q, k, mask, masked=mask[None, None] == 0) if B == T else None
 
 
-MASKED_ATTENTION_HINTS = {
-    "no mask": "padding keys still get attention: hide the keys where attention_mask == 0 (-inf on their scores) "
-               "before the softmax",
-    "not scaled": "scale the scores by 1 / sqrt(d), d the head size (the last axis of q): without it the softmax is "
-                  "too sharp",
-    "scaled by d": "scale by sqrt(d), not by d",
-    "mask on the queries": "the mask goes on the KEYS (the last axis of the scores), not on the queries: view it as "
-                           "(B, 1, 1, T). A padding query still attends to the real keys; no query may attend to a "
-                           "padding key",
-    "mask on queries and keys": "mask only the KEYS: masking the padding queries too leaves their rows with nothing "
-                                "to attend to. View the mask as (B, 1, 1, T)",
-    "softmax over queries": "softmax over the keys, the last axis (dim=-1): each query's row must sum to 1",
-    "mask inverted": "the mask is inverted: 1 means a real token, 0 padding. Hide the keys where attention_mask == 0",
-    "mask broadcast wrongly": "the mask is broadcast wrongly: a (B, T) mask against (B, heads, T, T) scores lines up "
-                              "with (queries, keys), not with (batch, keys). View it as (B, 1, 1, T), "
-                              "attention_mask[:, None, None, :]",
-}
+MASKED_ATTENTION_SLIPS = [  # weights, with either fill, on the case (q, k, attention_mask)
+    Slip("no mask", lambda q, k, mask: _either_fill(q, k, mask, masked=torch.zeros_like(_padding_keys(mask))),
+         "padding keys still get attention: hide the keys where attention_mask == 0 (-inf on their scores) before "
+         "the softmax"),
+    Slip("not scaled", lambda q, k, mask: _either_fill(q, k, mask, scale=1.0),
+         "scale the scores by 1 / sqrt(d), d the head size (the last axis of q): without it the softmax is too "
+         "sharp"),
+    Slip("scaled by d", lambda q, k, mask: _either_fill(q, k, mask, scale=float(q.shape[-1])),
+         "scale by sqrt(d), not by d"),
+    Slip("mask on the queries", lambda q, k, mask: _either_fill(q, k, mask, masked=_padding_queries(mask)),
+         "the mask goes on the KEYS (the last axis of the scores), not on the queries: view it as (B, 1, 1, T). A "
+         "padding query still attends to the real keys; no query may attend to a padding key"),
+    Slip("mask on queries and keys",
+         lambda q, k, mask: _either_fill(q, k, mask, masked=_padding_queries(mask) | _padding_keys(mask)),
+         "mask only the KEYS: masking the padding queries too leaves their rows with nothing to attend to. View the "
+         "mask as (B, 1, 1, T)"),
+    Slip("softmax over queries", lambda q, k, mask: _either_fill(q, k, mask, dim=-2),
+         "softmax over the keys, the last axis (dim=-1): each query's row must sum to 1"),
+    Slip("mask inverted", lambda q, k, mask: _either_fill(q, k, mask, masked=~_padding_keys(mask)),
+         "the mask is inverted: 1 means a real token, 0 padding. Hide the keys where attention_mask == 0"),
+    Slip("mask broadcast wrongly", _broadcast_wrongly,
+         "the mask is broadcast wrongly: a (B, T) mask against (B, heads, T, T) scores lines up with (queries, keys), "
+         "not with (batch, keys). View it as (B, 1, 1, T), attention_mask[:, None, None, :]"),
+]
 
 
 def close_to_either(weights, pair):
     """Are the weights those of a slip with either fill (-inf or -1e9)?"""
     return any(torch.allclose(weights, w, atol=1e-5, equal_nan=True) for w in pair)
+
+
+def masking_hint(weights, q, k, mask):
+    """What is wrong with attention weights that no slip explains: the mask applied after the softmax, NaN,
+    weight left on padding keys, rows that do not sum to 1, or else."""
+    keys = _padding_keys(mask)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
+        return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of the "
+                "padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' weights as "
+                "they were, and rows that no longer sum to 1")
+    if torch.isnan(weights).any():
+        return "NaN in the weights: a row has no key left to attend to; hide only the padding keys"
+    if (weights.masked_select(keys.expand_as(weights)).abs() > 1e-6).any():
+        return "padding keys must get weight 0: put -inf on their scores (attention_mask == 0) before the softmax"
+    if not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
+        return "each row (one query) must sum to 1 over the keys: softmax over the last axis, after masking"
+    return ("weights = softmax over the last axis of q k^T / sqrt(d), with -inf on the padding keys; "
+            "output = weights @ v")
 
 
 @exercise(EX, 2, "attention with a padding mask")
@@ -151,30 +176,13 @@ def check_masked_attention(masked_attention):
             if tuple(out.shape) != (B, 2, T, d) or tuple(weights.shape) != (B, 2, T, T):
                 return (f"shapes: output (B, heads, T, d) = {(B, 2, T, d)} and weights (B, heads, T, T) = "
                         f"{(B, 2, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
-            variants = masked_attention_variants(q, k, mask)
             fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
-            if torch.allclose(weights, variants["right"], atol=1e-5):
-                if torch.allclose(out, fused, atol=1e-5):
-                    continue
-                return "the weights are right; the output is the weighted average of the values: weights @ v"
-            hint = first_matching_hint(weights, variants, MASKED_ATTENTION_HINTS, same=close_to_either)
+            hint = judge_answer(weights, (_masked_weights(q, k, mask),), MASKED_ATTENTION_SLIPS, (q, k, mask),
+                                same=close_to_either, fallback=lambda weights: masking_hint(weights, q, k, mask))
             if hint:
                 return hint
-            keys = mask[:, None, None, :] == 0  # (B, 1, 1, T): the padding keys
-            scores = q @ k.transpose(-2, -1) / math.sqrt(d)
-            if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
-                return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of "
-                        "the padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' "
-                        "weights as they were, and rows that no longer sum to 1")
-            if torch.isnan(weights).any():
-                return "NaN in the weights: a row has no key left to attend to; hide only the padding keys"
-            if (weights.masked_select(keys.expand_as(weights)).abs() > 1e-6).any():
-                return ("padding keys must get weight 0: put -inf on their scores (attention_mask == 0) before the "
-                        "softmax")
-            if not torch.allclose(weights.sum(-1), torch.ones(()), atol=1e-4):
-                return "each row (one query) must sum to 1 over the keys: softmax over the last axis, after masking"
-            return ("weights = softmax over the last axis of q k^T / sqrt(d), with -inf on the padding keys; "
-                    "output = weights @ v")
+            if not torch.allclose(out, fused, atol=1e-5):
+                return "the weights are right; the output is the weighted average of the values: weights @ v"
         return None
     return judge
 
@@ -188,26 +196,28 @@ def _padded_batch():
     return scores.softmax(-1), mask
 
 
-def attention_to_variants(w, key_is, mask):
-    """The average weight the real queries put on the chosen keys first, then the usual slips, name -> number: the
-    padding queries averaged in, the chosen keys' weights averaged instead of summed, and the chosen positions read
-    on the queries' axis instead of the keys'."""
-    real = mask.bool()
-    per_query = (w * key_is[:, None, :]).sum(-1)  # (B, T): each query's weight on the chosen keys
-    return {
-        "right": per_query[real].mean().item(),
-        "padding queries": per_query.mean().item(),
-        "keys averaged": (per_query / key_is.sum(-1, keepdim=True))[real].mean().item(),
-        "wrong axis": (w * key_is[:, :, None]).sum(-2)[real].mean().item(),
-    }
+def _weight_per_query(w, key_is):
+    return (w * key_is[:, None, :]).sum(-1)  # (B, T): each query's weight on the chosen keys
 
 
-ATTENTION_TO_HINTS = {
-    "padding queries": "the padding queries are averaged in: keep the rows where attention_mask is 1 (a [PAD] query's "
-                       "row is not a real token's attention)",
-    "keys averaged": "sum the weights of the chosen keys (their total share), do not average them",
-    "wrong axis": "keys are the LAST axis of the weights (columns); queries are the rows",
-}
+def attention_to_reference(w, key_is, mask):
+    """The average weight the real queries put on the chosen keys."""
+    return _weight_per_query(w, key_is)[mask.bool()].mean().item()
+
+
+def _keys_averaged(w, key_is, mask):
+    return (_weight_per_query(w, key_is) / key_is.sum(-1, keepdim=True))[mask.bool()].mean().item()
+
+
+ATTENTION_TO_SLIPS = [  # on the case (weights, key_is, attention_mask)
+    Slip("padding queries", lambda w, key_is, mask: _weight_per_query(w, key_is).mean().item(),
+         "the padding queries are averaged in: keep the rows where attention_mask is 1 (a [PAD] query's row is not "
+         "a real token's attention)"),
+    Slip("keys averaged", _keys_averaged,
+         "sum the weights of the chosen keys (their total share), do not average them"),
+    Slip("wrong axis", lambda w, key_is, mask: (w * key_is[:, :, None]).sum(-2)[mask.bool()].mean().item(),
+         "keys are the LAST axis of the weights (columns); queries are the rows"),
+]
 
 
 @exercise(EX, 3, "attention to a kind of token")
@@ -218,14 +228,12 @@ def check_attention_to(attention_to):
         key_is = torch.tensor([[1, 0, 0, 0, 1], [1, 0, 1, 0, 0]], dtype=torch.bool)  # e.g. [CLS] and [SEP]
         got = attention_to(w.clone(), key_is.clone(), mask.clone())
         got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
-        if not isinstance(got, float):
-            return "return one number: the average over the real queries of the weight on the chosen keys"
-        variants = attention_to_variants(w, key_is, mask)
-        if abs(got - variants["right"]) < 1e-5:
-            return None
-        return (first_matching_hint(got, variants, ATTENTION_TO_HINTS, same=lambda a, b: abs(a - b) < 1e-5)
-                or f"expected {variants['right']:.4f}: for each real query, sum its weights on the chosen keys; then "
-                   "average")
+        right = attention_to_reference(w, key_is, mask)
+        return judge_answer(
+            got, right, ATTENTION_TO_SLIPS, (w, key_is, mask), same=lambda a, b: abs(a - b) < 1e-5,
+            form=expect(lambda got: isinstance(got, float),
+                        "return one number: the average over the real queries of the weight on the chosen keys"),
+            fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")
     return judge
 
 

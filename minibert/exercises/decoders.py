@@ -1,11 +1,24 @@
 """Exercises and quiz of notebook 09, warm-starting decoders: seq2seq labels and greedy decoding."""
 
+import copy
+
 import torch
 
-from ..labels import shift_labels
-from .framework import CLS, PAD, SEP, Question, exercise, first_matching_hint
+from .framework import CLS, PAD, SEP, Question, Slip, exercise, judge_answer
 
 EX = "09"
+
+
+DECODER_LABEL_SLIPS = [Slip("padding scored", lambda ids: ids,
+                            "padding is still a target: put -100 where attention_mask is 0")]
+
+
+def decoder_labels_hint(got, labels):
+    """What is wrong with decoder labels that no slip explains: shifted (whatever the last position holds), or else."""
+    if torch.equal(got[:, :-1], labels[:, 1:]):
+        return ("you shifted the labels: BertForCausalLM shifts them itself, so position t would learn token "
+                "t+2 (shifted twice). Give labels = input_ids with -100 on padding")
+    return "labels = input_ids with -100 where attention_mask is 0"
 
 
 @exercise(EX, 1, "decoder inputs and labels")
@@ -29,20 +42,14 @@ def check_decoder_inputs(decoder_inputs):
             return f"input_ids should be [CLS] target [SEP], padded with {PAD} on the right: {ids.tolist()}"
         if not torch.equal(g_mask.long(), mask):
             return "attention_mask: 1 on real tokens (the special ones too), 0 on padding"
-        if torch.equal(g_labels, labels):
-            return None
-        if torch.equal(g_labels, shift_labels(labels)) or torch.equal(g_labels[:, :-1], labels[:, 1:]):
-            return ("you shifted the labels: BertForCausalLM shifts them itself, so position t would learn token "
-                    "t+2 (shifted twice). Give labels = input_ids with -100 on padding")
-        if torch.equal(g_labels, ids):
-            return "padding is still a target: put -100 where attention_mask is 0"
-        return "labels = input_ids with -100 where attention_mask is 0"
+        return judge_answer(g_labels, labels, DECODER_LABEL_SLIPS, (ids,), same=torch.equal,
+                            fallback=lambda got: decoder_labels_hint(got, labels))
     return judge
 
 
 def _decoder():
-    from ..config import BertConfig
-    from ..heads import BertForCausalLM
+    from ..model.config import BertConfig
+    from ..model.heads import BertForCausalLM
     with torch.random.fork_rng():
         torch.manual_seed(0)
         config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
@@ -53,27 +60,51 @@ def _decoder():
     return model, encoder_states
 
 
-def greedy_variants(model, prompt, n, states):
-    """The prompt and its n greedy tokens first, then the usual slips, name -> ids: each step reading the logits of
-    the FIRST position instead of the last, and the encoder's states not passed to the decoder."""
-    with torch.no_grad():
-        ids = prompt
-        for _ in range(n):  # the greedy loop, reading the FIRST position's logits
-            nxt = model(ids, encoder_hidden_states=states).logits[:, 0].argmax(-1)
-            ids = torch.cat([ids, nxt[:, None]], 1)
-        return {
-            "right": model.generate(prompt, max_new_tokens=n, encoder_hidden_states=states, use_cache=False),
-            "first position": ids,
-            "no encoder states": model.generate(prompt, max_new_tokens=n, use_cache=False),
-        }
+@torch.no_grad()
+def greedy_from_first_position(model, prompt, n, states):
+    """The greedy loop reading the logits of the FIRST position at each step, a usual slip."""
+    ids = prompt
+    for _ in range(n):
+        nxt = model(ids, encoder_hidden_states=states).logits[:, 0].argmax(-1)
+        ids = torch.cat([ids, nxt[:, None]], 1)
+    return ids
 
 
-GREEDY_HINTS = {
-    "first position": "read the logits of the LAST position (logits[:, -1]): it is the one that predicts the next "
-                      "token",
-    "no encoder states": "pass encoder_hidden_states to the model at every step: without them the decoder ignores the "
-                         "source",
-}
+@torch.no_grad()
+def greedy_reference(model, prompt, n, states):
+    return model.generate(prompt, max_new_tokens=n, encoder_hidden_states=states, use_cache=False)
+
+
+@torch.no_grad()
+def greedy_without_states(model, prompt, n, states):
+    """Greedy decoding with the encoder's states left out, a usual slip."""
+    return model.generate(prompt, max_new_tokens=n, use_cache=False)
+
+
+GREEDY_SLIPS = [  # on the case (model, prompt, max_new_tokens, encoder_hidden_states)
+    Slip("first position", greedy_from_first_position,
+         "read the logits of the LAST position (logits[:, -1]): it is the one that predicts the next token"),
+    Slip("no encoder states", greedy_without_states,
+         "pass encoder_hidden_states to the model at every step: without them the decoder ignores the source"),
+]
+
+
+def greedy_form(got, expected, n):
+    """A hint when `got` is not the prompt and its n new tokens, (batch, prompt + n) token ids, else None."""
+    if not isinstance(got, torch.Tensor):
+        return "return a tensor of token ids"
+    if got.shape == (2, n) and torch.equal(got, expected[:, 2:]):
+        return "return the prompt followed by the new tokens, as generate does"
+    if got.shape != expected.shape:
+        return f"return shape (batch, prompt + max_new_tokens) = {tuple(expected.shape)}, got {tuple(got.shape)}"
+    return None
+
+
+def greedy_hint(got, prompt):
+    """What is wrong with decoded ids that no slip explains (every slip keeps the prompt)."""
+    if not torch.equal(got[:, :2], prompt):
+        return "the output must start with the prompt unchanged"
+    return "at each step: logits of the last position, argmax, append, repeat"
 
 
 @exercise(EX, 2, "greedy decoding")
@@ -83,21 +114,11 @@ def check_greedy_decode(greedy_decode):
         model, states = _decoder()
         prompt = torch.tensor([[CLS, 7], [CLS, 11]])
         n = 6
-        variants = greedy_variants(model, prompt, n, states)
-        expected = variants["right"]
-        got = greedy_decode(model, prompt.clone(), n, states)
-        if not isinstance(got, torch.Tensor):
-            return "return a tensor of token ids"
-        if got.shape == (2, n) and torch.equal(got, expected[:, 2:]):
-            return "return the prompt followed by the new tokens, as generate does"
-        if got.shape != expected.shape:
-            return f"return shape (batch, prompt + max_new_tokens) = {tuple(expected.shape)}, got {tuple(got.shape)}"
-        if torch.equal(got, expected):
-            return None
-        if not torch.equal(got[:, :2], prompt):
-            return "the output must start with the prompt unchanged"
-        return (first_matching_hint(got, variants, GREEDY_HINTS, same=torch.equal)
-                or "at each step: logits of the last position, argmax, append, repeat")
+        expected = greedy_reference(model, prompt, n, states)
+        got = greedy_decode(copy.deepcopy(model), prompt.clone(), n, states.clone())  # the slips run on the originals
+        return judge_answer(got, expected, GREEDY_SLIPS, (model, prompt, n, states), same=torch.equal,
+                            form=lambda got: greedy_form(got, expected, n),
+                            fallback=lambda got: greedy_hint(got, prompt))
     return judge
 
 
@@ -139,7 +160,7 @@ QUIZ = {EX: {
          "D": "that is what forgetting -100 on padding gives: the model would learn to predict [PAD] (0) after "
               "[SEP]."},
         code='''import torch
-from minibert.labels import shift_labels
+from minibert.model.labels import shift_labels
 
 input_ids = torch.tensor([[2, 40, 41, 42, 3, 0, 0]])  # [CLS] 40 41 42 [SEP] [PAD] [PAD]
 labels = input_ids.masked_fill(input_ids == 0, -100)

@@ -2,9 +2,21 @@
 
 import torch
 
-from .framework import Question, exercise
+from .framework import Question, exercise, judge_answer
 
 EX = "10"
+
+
+def subset_counts_hint(counts, expected, fraction):
+    """Why the examples per class, counts, are not the expected ones: a class missed, the fraction taken of the
+    whole set instead of each class, or else."""
+    if 0 in counts:
+        return (f"with fraction={fraction} class {counts.index(0)} has no example: a plain random draw of a tiny "
+                "subset can miss a class; draw within each class, at least one each")
+    if sum(counts) == sum(expected) or abs(sum(counts) - round(fraction * 100)) <= 3:
+        return (f"with fraction={fraction} you took {counts} per class; take the fraction of EACH class "
+                f"({expected}), so that the subset keeps the classes' proportions")
+    return f"with fraction={fraction} expected {expected} examples per class, got {counts}"
 
 
 @exercise(EX, 1, "a stratified subset of the labels")
@@ -12,7 +24,8 @@ def check_stratified_subset(stratified_subset):
     """stratified_subset(labels, fraction, generator) -> indices: about `fraction` of each class, at least
     one of each, no index twice, drawn at random."""
     def judge():
-        labels = torch.tensor([0] * 50 + [1] * 30 + [2] * 20)[torch.randperm(100, generator=torch.Generator().manual_seed(3))]
+        order = torch.randperm(100, generator=torch.Generator().manual_seed(3))
+        labels = torch.tensor([0] * 50 + [1] * 30 + [2] * 20)[order]
         for fraction in (0.01, 0.1, 0.5, 1.0):
             got = stratified_subset(labels.clone(), fraction, torch.Generator().manual_seed(0))
             if isinstance(got, torch.Tensor) and got.dtype == torch.bool:
@@ -22,22 +35,19 @@ def check_stratified_subset(stratified_subset):
                 return "an index is out of range: return positions in `labels`, not labels"
             if len(got.unique()) != len(got):
                 return "an example is chosen twice: draw without replacement (torch.randperm, not torch.randint)"
-            counts = torch.bincount(labels[got], minlength=3).tolist()
             expected = [max(1, round(fraction * n)) for n in (50, 30, 20)]
-            if 0 in counts:
-                return (f"with fraction={fraction} class {counts.index(0)} has no example: a plain random draw of a "
-                        "tiny subset can miss a class; draw within each class, at least one each")
-            if counts != expected:
-                if sum(counts) == sum(expected) or abs(sum(counts) - round(fraction * 100)) <= 3:
-                    return (f"with fraction={fraction} you took {counts} per class; take the fraction of EACH class "
-                            f"({expected}), so that the subset keeps the classes' proportions")
-                return f"with fraction={fraction} expected {expected} examples per class, got {counts}"
-        a = torch.as_tensor(stratified_subset(labels.clone(), 0.1, torch.Generator().manual_seed(0))).sort().values
-        b = torch.as_tensor(stratified_subset(labels.clone(), 0.1, torch.Generator().manual_seed(1))).sort().values
-        if torch.equal(a, b):
-            if torch.equal(a, torch.cat([(labels == c).nonzero().flatten()[:k] for c, k in ((0, 5), (1, 3), (2, 2))]).sort().values):
+            hint = judge_answer(torch.bincount(labels[got], minlength=3).tolist(), expected,
+                                fallback=lambda counts: subset_counts_hint(counts, expected, fraction))
+            if hint:
+                return hint
+        a, b = (torch.as_tensor(stratified_subset(labels.clone(), 0.1, torch.Generator().manual_seed(seed)))
+                .sort().values for seed in (0, 1))
+        if torch.equal(a, b):  # the same subset from two seeds: the generator is not used
+            first = torch.cat([(labels == c).nonzero().flatten()[:k] for c, k in ((0, 5), (1, 3), (2, 2))])
+            if torch.equal(a, first.sort().values):
                 return "you take the first examples of each class; draw them at random with the generator"
-            return "two generators with different seeds gave the same subset: use the generator (torch.randperm(n, generator=g))"
+            return ("two generators with different seeds gave the same subset: use the generator "
+                    "(torch.randperm(n, generator=g))")
         return None
     return judge
 
@@ -46,8 +56,8 @@ def check_stratified_subset(stratified_subset):
 def check_freeze_encoder(freeze_encoder):
     """freeze_encoder(model) -> None: the encoder (model.bert) no longer trains; the classifier does."""
     def judge():
-        from ..config import BertConfig
-        from ..heads import BertForSequenceClassification
+        from ..model.config import BertConfig
+        from ..model.heads import BertForSequenceClassification
         config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                             intermediate_size=32, max_position_embeddings=16, num_labels=3)
         torch.manual_seed(0)
@@ -142,7 +152,8 @@ QUIZ = {EX: {
          "B": "those are in the checkpoint but not in the classifier: they are UNEXPECTED keys, not missing ones.",
          "D": "the classifier with 7 outputs did not exist in pretraining, so it must start from random weights."},
         code='import warnings\nwarnings.simplefilter("ignore")\n'
-             'from minibert import BertForSequenceClassification, pretrained\n'
+             'from minibert import BertForSequenceClassification\n'
+             'from minibert.course import pretrained\n'
              'model = BertForSequenceClassification.from_pretrained(pretrained.path("bert-mlm-nsp"), num_labels=7)\n'
              'print(sorted(model.loading_info["missing_keys"]))'),
     "q5": Question(

@@ -1,13 +1,17 @@
 """What every exercise and quiz shares: @exercise, which registers a check under its number (CHECKS);
 the verdict of a check (Result); run_check, which never lets a student's error stop the notebook;
-first_matching_hint, which finds the slip that explains a wrong answer; and the quizzes (Question,
-quiz, show_quiz). Each notebook's module imports from here; docs/teaching.md shows how to add one."""
+Slip, a usual mistake with its hint, and judge_answer, which tells a right answer from a slip; and the
+quizzes (Question, quiz, show_quiz). Each notebook's module imports from here; docs/teaching.md shows
+how to add one."""
 
 import functools
 import operator
 from dataclasses import dataclass, field
+from typing import Callable
 
-from ..tokenizer import SPECIAL_TOKENS
+import torch
+
+from ..data.tokenizer import SPECIAL_TOKENS
 
 # the course tokenizer's special-token ids, which the checks' hand-made batches use
 PAD, UNK, CLS, SEP, MASK = (SPECIAL_TOKENS.index(t) for t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"))
@@ -28,7 +32,8 @@ class Result:
         if self.status == "passed":
             return f"✓ {self.exercise}: correct{' - ' + self.hint if self.hint else ''}"
         if self.status == "not done":
-            return f"○ {self.exercise}: not done yet - replace `raise NotImplementedError` with your code, then run the check again"
+            return (f"○ {self.exercise}: not done yet - replace `raise NotImplementedError` with your code, then run "
+                    "the check again")
         return f"✗ {self.exercise}: {self.hint}"
 
     def __repr__(self):
@@ -77,17 +82,51 @@ def exercise(notebook, number, title):
     return register
 
 
-def first_matching_hint(got, variants, hints, same=operator.eq):
-    """The hint of the first slip whose output is `got`, or None when no slip explains it.
+@dataclass(frozen=True)
+class Slip:
+    """A usual mistake, whole: its name, what a student who makes it returns on a case (answer(*case), or None
+    where that case cannot show it), and the hint that names it."""
+    name: str
+    answer: Callable
+    hint: str
 
-    variants: slip name -> what that slip returns ("right" first, then the slips), as each module's
-    `*_variants` function computes them; hints: slip name -> hint, tried in the table's order. same(got, output)
-    says whether two answers agree (torch.allclose for tensors, a tolerance for floats, == by default). A slip
-    missing from `variants` (one that this case cannot show) is skipped."""
-    for name, hint in hints.items():
-        if name in variants and same(got, variants[name]):
+
+def judge_answer(got, right, slips=(), case=(), *, fallback, cases=None, same=operator.eq, form=None, convert=None):
+    """The verdict on a student's answer: None when it is right, else a hint naming the mistake.
+
+    got is what the student's code returned on `case` (the arguments of the call, a tuple), right the right
+    answer. In turn: form(got), when given, names a wrong type or shape (a hint, or None when the form is
+    right); convert(got), when given, makes what is compared (a float, say); same(got, right) tells a right
+    answer (==, torch.equal, an allclose, same_number); else the hint of the first slip whose answer on the case
+    agrees with got; else the fallback, a hint or a function of got that gives one.
+
+    With `cases` (several cases judged together), got and right hold one answer per case: got is right when
+    every answer is, and a slip explains it only when it agrees on every case that can show it."""
+    if form is not None:
+        hint = form(got)
+        if hint:
             return hint
-    return None
+    if convert is not None:
+        got = convert(got)
+    answers, rights, cases = (got, right, cases) if cases is not None else ([got], [right], [case])
+    if all(same(answer, value) for answer, value in zip(answers, rights)):
+        return None
+    for slip in slips:
+        shown = [(answer, value) for answer, value in zip(answers, (slip.answer(*c) for c in cases))
+                 if value is not None]
+        if shown and all(same(answer, value) for answer, value in shown):
+            return slip.hint
+    return fallback(got) if callable(fallback) else fallback
+
+
+def expect(test, hint):
+    """A form check for judge_answer: `hint` when test(answer) is false, else None."""
+    return lambda got: None if test(got) else hint
+
+
+def tensor_of_shape(shape, hint):
+    """A form check for judge_answer: `hint` when the answer is not a tensor of this shape, else None."""
+    return expect(lambda got: isinstance(got, torch.Tensor) and got.shape == shape, hint)
 
 
 def same_number(got, value):
@@ -142,7 +181,8 @@ def quiz(notebook, answers=None, **kwargs):
             lines.append(f"✓ {name}: right. {q.why}")
         else:
             reason = q.wrong.get(given, "")
-            lines.append(f"✗ {name}: {given} is not it.{' ' + reason if reason else ''} The answer is {q.answer}: {q.why}")
+            lines.append(f"✗ {name}: {given} is not it.{' ' + reason if reason else ''} The answer is {q.answer}: "
+                         f"{q.why}")
     return QuizResult(notebook, lines, right, len(questions))
 
 

@@ -2,7 +2,7 @@
 
 import torch
 
-from .framework import CLS, MASK, PAD, SEP, Question, exercise, first_matching_hint, same_number
+from .framework import CLS, MASK, PAD, SEP, Question, Slip, exercise, judge_answer, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000
@@ -122,11 +122,48 @@ def budget_batch():
     return ids, (ids == PAD) | (ids == CLS) | (ids == SEP)
 
 
-def within_budget(counts, n, p):
-    """Per row: is counts the budget max(1, round(p n)) (0 when n = 0)? Either rounding of a half is fine."""
-    n = n.double()  # float32 puts 0.3 * 95 at 28.500001, which rounds to 29; Python's round says 28
-    budget = (p * n).round().clamp(min=1) * (n > 0)
-    return ((counts - budget).abs() < 1e-6) | (((counts - p * n).abs() <= 0.5 + 1e-6) & (counts >= 1))
+def budget_target(n, p):
+    """p n for each row of n ordinary tokens, what the budget rounds."""
+    return p * n.double()  # float32 puts 0.3 * 95 at 28.500001, which rounds to 29; Python's round says 28
+
+
+def within_budget(counts, target):
+    """Per row: is counts the budget max(1, round(target)) (0 when the target is 0)? Either rounding of a half is
+    fine. For a whole-number target (a slip's budget) it is counts == target."""
+    budget = target.round().clamp(min=1) * (target > 0)
+    return ((counts - budget).abs() < 1e-6) | (((counts - target).abs() <= 0.5 + 1e-6) & (counts >= 1))
+
+
+BUDGET_SLIPS = [  # the number of targets in each row, on the case (n, p) of every run
+    Slip("fixed p", lambda n, p: budget_target(n, 0.15) if p != 0.15 else None,
+         "with p=0.3 you took 15% of each sequence: use the argument p, not a fixed 0.15"),
+    Slip("no minimum", lambda n, p: budget_target(n, p).round(),
+         "a sequence with few ordinary tokens got no target (round(0.15 * 2) is 0): take at least one, "
+         "max(1, round(p * n)), as MLMCollator does"),
+    Slip("round down", lambda n, p: budget_target(n, p).floor().clamp(min=1) * (n > 0),
+         "int() and floor() round down: take round(p * n) targets (at least one)"),
+]
+
+
+def spread_hint(runs):
+    """Why the numbers of targets, (counts, n, p) per run, are off when no slip explains them: a budget for the
+    whole batch, a coin per token, or else."""
+    if all(abs(float(c.sum()) - p * float(n.sum())) <= 1 for c, n, p in runs):
+        return ("the budget is counted over the whole batch: round(p * n) targets must be chosen in EACH "
+                "sequence, from its own n ordinary tokens, so that short and long sequences get their share")
+    if all(abs(share(c, n) - p) < 0.02 for c, n, p in runs):
+        return ("each token was selected with probability p: that gives p * n targets on average, but a "
+                "different number in each sequence. Choose exactly max(1, round(p * n)) positions among the "
+                "sequence's ordinary tokens, e.g. the first ones of torch.randperm(n, generator=generator)")
+    return "choose exactly max(1, round(p * n)) of each sequence's n ordinary tokens (none if n is 0)"
+
+
+def counts_hint(runs):
+    """Why the number of targets per sequence is off, judged on every run, (counts, n, p) each; None if it is not."""
+    return judge_answer([c for c, _, _ in runs], [budget_target(n, p) for _, n, p in runs], BUDGET_SLIPS,
+                        cases=[(n, p) for _, n, p in runs],
+                        same=lambda counts, target: bool(within_budget(counts, target).all()),
+                        fallback=lambda counts: spread_hint(runs))
 
 
 @exercise(EX, 5, "a masker with a fixed budget per sequence")
@@ -139,27 +176,6 @@ def check_mask_with_budget(mask_with_budget):
         args = (ids, special.clone(), MASK, VOCAB_SIZE, torch.Generator().manual_seed(seed))
         out = mask_with_budget(*args) if p is None else mask_with_budget(*args, p=p)
         return original, ids, special, out
-
-    def counts_hint(runs):
-        """Why the number of targets per sequence is off, judged on every run (p = 0.15 and p = 0.3)."""
-        if all(bool(within_budget(c, n, p).all()) for c, n, p in runs):
-            return None
-        c, n, p = runs[-1]  # p = 0.3
-        if bool(within_budget(c, n, 0.15).all()):
-            return "with p=0.3 you took 15% of each sequence: use the argument p, not a fixed 0.15"
-        if all(bool((c == (p * n.double()).round()).all()) for c, n, p in runs):
-            return ("a sequence with few ordinary tokens got no target (round(0.15 * 2) is 0): take at least one, "
-                    "max(1, round(p * n)), as MLMCollator does")
-        if all(bool((c == (p * n.double()).floor().clamp(min=1) * (n > 0)).all()) for c, n, p in runs):
-            return "int() and floor() round down: take round(p * n) targets (at least one)"
-        if all(abs(float(c.sum()) - p * float(n.sum())) <= 1 for c, n, p in runs):
-            return ("the budget is counted over the whole batch: round(p * n) targets must be chosen in EACH "
-                    "sequence, from its own n ordinary tokens, so that short and long sequences get their share")
-        if all(abs(share(c, n) - p) < 0.02 for c, n, p in runs):
-            return ("each token was selected with probability p: that gives p * n targets on average, but a "
-                    "different number in each sequence. Choose exactly max(1, round(p * n)) positions among the "
-                    "sequence's ordinary tokens, e.g. the first ones of torch.randperm(n, generator=generator)")
-        return "choose exactly max(1, round(p * n)) of each sequence's n ordinary tokens (none if n is 0)"
 
     def judge():
         runs, outputs = [], []
@@ -199,27 +215,33 @@ def accuracy_case():
     return logits, labels
 
 
-def accuracy_variants(logits, labels):
-    """The share of labelled positions predicted right first, then the usual slips, name -> number: the -100
-    positions counted in the average, the number of right guesses, a percentage, and the share of wrong guesses."""
-    labelled = int((labels != -100).sum())
-    hits = int((logits.argmax(-1) == labels).sum())  # a -100 label is never predicted
-    return {
-        "right": hits / labelled,
-        "-100 counted": hits / labels.numel(),
-        "count": hits,
-        "percentage": 100 * hits / labelled,
-        "wrong share": 1 - hits / labelled,
-    }
+def right_guesses(logits, labels):
+    return int((logits.argmax(-1) == labels).sum())  # a -100 label is never predicted
 
 
-ACCURACY_HINTS = {
-    "-100 counted": "the -100 positions were counted: average only where labels != -100, the positions the model "
-                    "was asked about",
-    "count": "that is the number of right guesses; divide by the number of labelled positions",
-    "percentage": "return a fraction between 0 and 1 (0.6), not a percentage",
-    "wrong share": "that is the share of WRONG guesses",
-}
+def accuracy(logits, labels):
+    """The share of labelled positions predicted right."""
+    return right_guesses(logits, labels) / int((labels != -100).sum())
+
+
+ACCURACY_SLIPS = [
+    Slip("-100 counted", lambda logits, labels: right_guesses(logits, labels) / labels.numel(),
+         "the -100 positions were counted: average only where labels != -100, the positions the model was asked "
+         "about"),
+    Slip("count", right_guesses, "that is the number of right guesses; divide by the number of labelled positions"),
+    Slip("percentage", lambda logits, labels: 100 * right_guesses(logits, labels) / int((labels != -100).sum()),
+         "return a fraction between 0 and 1 (0.6), not a percentage"),
+    Slip("wrong share", lambda logits, labels: 1 - accuracy(logits, labels), "that is the share of WRONG guesses"),
+]
+
+
+def number_form(got):
+    """A hint when `got` is not a number (a float or a 0-dim tensor), else None."""
+    try:
+        float(got)
+    except (TypeError, ValueError):
+        return f"return a number (a float or a 0-dim tensor), not {type(got).__name__}"
+    return None
 
 
 @exercise(EX, 2, "masked-LM accuracy")
@@ -228,15 +250,9 @@ def check_mlm_accuracy(mlm_accuracy):
     def judge():
         logits, labels = accuracy_case()
         got = mlm_accuracy(logits.clone(), labels.clone())
-        try:
-            got = float(got)
-        except (TypeError, ValueError):
-            return f"return a number (a float or a 0-dim tensor), not {type(got).__name__}"
-        variants = accuracy_variants(logits, labels)
-        if same_number(got, variants["right"]):
-            return None
-        return (first_matching_hint(got, variants, ACCURACY_HINTS, same=same_number)
-                or "take logits.argmax(-1), compare with labels where labels != -100, and average")
+        return judge_answer(got, accuracy(logits, labels), ACCURACY_SLIPS, (logits, labels), same=same_number,
+                            form=number_form, convert=float,
+                            fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")
     return judge
 
 
@@ -256,7 +272,7 @@ QUIZ = {EX: {
 from transformers import AutoTokenizer
 
 import minibert
-from minibert import pretrained
+from minibert.course import pretrained
 
 tokenizer = AutoTokenizer.from_pretrained(pretrained.path("bert-mlm-nsp"))
 cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id

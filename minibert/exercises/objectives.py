@@ -4,31 +4,21 @@ from collections import Counter
 
 import torch
 
-from ..probe import mean_pool as reference_mean_pool
-from .framework import Question, exercise, first_matching_hint
+from ..training.probe import mean_pool as reference_mean_pool
+from .framework import Question, Slip, exercise, expect, judge_answer, tensor_of_shape
 
 EX = "08"
 
 
-def mean_pool_variants(hidden, mask):
-    """The mean of each row's real token vectors first, then the usual slips, name -> (B, C): the mean over every
-    position, padding included; the sum of the real tokens divided by the padded length; the [CLS] vector."""
-    m = mask[..., None].float()
-    return {
-        "right": reference_mean_pool(hidden, mask),
-        "padding included": hidden.mean(1),
-        "padded length": (hidden * m).sum(1) / hidden.shape[1],
-        "[CLS]": hidden[:, 0],
-    }
-
-
-MEAN_POOL_HINTS = {
-    "padding included": "padding is included: a mean over every position counts the [PAD] vectors; weight the "
-                        "tokens by attention_mask and divide by the number of real tokens",
-    "padded length": "divide by the number of REAL tokens of each row (attention_mask.sum(1)), not by the padded "
-                     "length",
-    "[CLS]": "that is the [CLS] vector; the exercise asks for the mean of all real tokens",
-}
+MEAN_POOL_SLIPS = [  # on the case (hidden_states, attention_mask)
+    Slip("padding included", lambda hidden, mask: hidden.mean(1),
+         "padding is included: a mean over every position counts the [PAD] vectors; weight the tokens by "
+         "attention_mask and divide by the number of real tokens"),
+    Slip("padded length", lambda hidden, mask: (hidden * mask[..., None].float()).sum(1) / hidden.shape[1],
+         "divide by the number of REAL tokens of each row (attention_mask.sum(1)), not by the padded length"),
+    Slip("[CLS]", lambda hidden, mask: hidden[:, 0],
+         "that is the [CLS] vector; the exercise asks for the mean of all real tokens"),
+]
 
 
 @exercise(EX, 1, "mean pooling without padding")
@@ -40,39 +30,32 @@ def check_mean_pool(mean_pool):
         mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
         hidden[mask == 0] = 10.0  # what padding vectors look like matters: they must not count
         got = mean_pool(hidden.clone(), mask.clone())
-        variants = mean_pool_variants(hidden, mask)
-        if not isinstance(got, torch.Tensor) or tuple(got.shape) != (3, 4):
-            return "return one vector per sequence, shape (batch, hidden) = (3, 4): average over the tokens (axis 1)"
-        close = lambda a, b: torch.allclose(a, b, atol=1e-5)  # noqa: E731
-        if close(got, variants["right"]):
-            return None
-        return (first_matching_hint(got, variants, MEAN_POOL_HINTS, same=close)
-                or "multiply by attention_mask[..., None], sum over the tokens, divide by attention_mask.sum(1)")
+        form = tensor_of_shape((3, 4), "return one vector per sequence, shape (batch, hidden) = (3, 4): average over "
+                                       "the tokens (axis 1)")
+        return judge_answer(got, reference_mean_pool(hidden, mask), MEAN_POOL_SLIPS, (hidden, mask),
+                            same=lambda a, b: torch.allclose(a, b, atol=1e-5), form=form,
+                            fallback="multiply by attention_mask[..., None], sum over the tokens, divide by "
+                                     "attention_mask.sum(1)")
     return judge
 
 
-def majority_variants(train, test):
-    """The test accuracy of always answering the commonest TRAIN label first, then the usual slips, name -> what
-    each returns: the commonest label picked on the TEST labels, its share of the training labels, and the label
-    itself instead of an accuracy."""
-    def share(labels, label):
-        return sum(y == label for y in labels) / len(labels)
-    top, test_top = Counter(train).most_common(1)[0][0], Counter(test).most_common(1)[0][0]
-    return {
-        "right": share(test, top),
-        "majority of the test labels": share(test, test_top),
-        "share of the training labels": share(train, top),
-        "the label itself": top,
-    }
+def share_of(labels, label):
+    return sum(y == label for y in labels) / len(labels)
 
 
-MAJORITY_HINTS = {
-    "majority of the test labels": "you chose the majority class on the TEST labels: that peeks at the answers. Pick "
-                                   "it on the training labels, then score it on the test labels",
-    "share of the training labels": "that is the majority's share of the training labels; score the majority answer "
-                                    "on the test labels",
-    "the label itself": "that is the class itself; return how often answering it is right on the test labels",
-}
+def commonest(labels):
+    return Counter(labels).most_common(1)[0][0]
+
+
+MAJORITY_SLIPS = [  # on the case (train_labels, test_labels)
+    Slip("majority of the test labels", lambda train, test: share_of(test, commonest(test)),
+         "you chose the majority class on the TEST labels: that peeks at the answers. Pick it on the training "
+         "labels, then score it on the test labels"),
+    Slip("share of the training labels", lambda train, test: share_of(train, commonest(train)),
+         "that is the majority's share of the training labels; score the majority answer on the test labels"),
+    Slip("the label itself", lambda train, test: commonest(train),
+         "that is the class itself; return how often answering it is right on the test labels"),
+]
 
 
 def same_answer(got, value):
@@ -80,24 +63,24 @@ def same_answer(got, value):
     return abs(got - value) < 1e-9 if isinstance(value, float) else got == value
 
 
+def as_number(got):
+    return got.item() if isinstance(got, torch.Tensor) else got
+
+
 @exercise(EX, 2, "the majority-class baseline")
 def check_majority_baseline(majority_baseline):
     """majority_baseline(train_labels, test_labels) -> test accuracy of always answering the commonest TRAIN label."""
     def judge():
         train, test = [0, 0, 0, 1, 1, 2], [1, 1, 1, 0, 2]  # train's majority (0) is rare in test
-        variants = majority_variants(train, test)
-        got = majority_baseline(list(train), list(test))
-        if isinstance(got, torch.Tensor):
-            got = got.item()
-        if not isinstance(got, (int, float)):
-            return "return the accuracy, a number between 0 and 1"
-        if same_answer(got, variants["right"]):
-            more = majority_baseline([2, 2, 1], [2, 1, 1, 1])
-            if isinstance(more, torch.Tensor):
-                more = more.item()
-            return None if abs(more - 0.25) < 1e-9 else "this must hold for any labels, not just 0 and 1"
-        return (first_matching_hint(got, variants, MAJORITY_HINTS, same=same_answer)
-                or "find the most common training label, then the share of test labels equal to it")
+        right = share_of(test, commonest(train))
+        got = as_number(majority_baseline(list(train), list(test)))
+        hint = judge_answer(got, right, MAJORITY_SLIPS, (train, test), same=same_answer,
+                            form=expect(lambda got: isinstance(got, (int, float)),
+                                        "return the accuracy, a number between 0 and 1"),
+                            fallback="find the most common training label, then the share of test labels equal to it")
+        if hint is None and not abs(as_number(majority_baseline([2, 2, 1], [2, 1, 1, 1])) - 0.25) < 1e-9:
+            return "this must hold for any labels, not just 0 and 1"
+        return hint
     return judge
 
 
@@ -158,7 +141,7 @@ QUIZ = {EX: {
          "C": "that leaves padding out of the sum but divides by the padded length: (1 + 5) / 3.",
          "D": "those are the first ([CLS]) vectors, not the mean."},
         code='''import torch
-from minibert.probe import mean_pool
+from minibert.training.probe import mean_pool
 
 hidden = torch.tensor([[[2.0], [4.0], [6.0]], [[1.0], [5.0], [9.0]]])  # (B=2, T=3, C=1)
 mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the second row's last token is padding

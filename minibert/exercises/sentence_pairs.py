@@ -2,7 +2,7 @@
 
 import random
 
-from .framework import CLS, SEP, Question, exercise, first_matching_hint
+from .framework import CLS, SEP, Question, Slip, exercise, expect, judge_answer
 
 EX = "05"
 
@@ -12,38 +12,21 @@ def _pair(a, b, label):
             "next_sentence_label": label}
 
 
-def pair_ids_variants(first, second):
-    """input_ids of [CLS] first [SEP] second [SEP] first, then the usual slips, name -> ids: the segments in the
-    wrong order, no special tokens at all, and no [SEP] after the second segment."""
-    return {
-        "right": _pair(first, second, 0)["input_ids"],
-        "segments swapped": _pair(second, first, 0)["input_ids"],
-        "no special tokens": [*first, *second],
-        "no final [SEP]": [CLS, *first, SEP, *second],
-    }
+PAIR_IDS_SLIPS = [  # input_ids of the pair, on the case (first, second)
+    Slip("segments swapped", lambda first, second: _pair(second, first, 0)["input_ids"],
+         "the segments are in the wrong order"),
+    Slip("no special tokens", lambda first, second: [*first, *second],
+         "add the special tokens: [CLS] A [SEP] B [SEP]"),
+    Slip("no final [SEP]", lambda first, second: [CLS, *first, SEP, *second],
+         "the pair ends with a second [SEP]: [CLS] A [SEP] B [SEP]"),
+]
 
-
-PAIR_IDS_HINTS = {
-    "segments swapped": "the segments are in the wrong order",
-    "no special tokens": "add the special tokens: [CLS] A [SEP] B [SEP]",
-    "no final [SEP]": "the pair ends with a second [SEP]: [CLS] A [SEP] B [SEP]",
-}
-
-
-def segment_variants(first, second):
-    """token_type_ids of [CLS] first [SEP] second [SEP] first, then the usual slips, name -> ids: the final [SEP]
-    given to segment A (0), and the first [SEP] given to segment B (1)."""
-    return {
-        "right": _pair(first, second, 0)["token_type_ids"],
-        "final [SEP] in A": [0] * (len(first) + 2) + [1] * len(second) + [0],
-        "first [SEP] in B": [0] * (len(first) + 1) + [1] * (len(second) + 2),
-    }
-
-
-SEGMENT_HINTS = {
-    "final [SEP] in A": "the final [SEP] belongs to segment B: its token type is 1",
-    "first [SEP] in B": "the first [SEP] closes segment A: its token type is 0, B's tokens start after it",
-}
+SEGMENT_SLIPS = [  # token_type_ids of the pair, on the case (first, second)
+    Slip("final [SEP] in A", lambda first, second: [0] * (len(first) + 2) + [1] * len(second) + [0],
+         "the final [SEP] belongs to segment B: its token type is 1"),
+    Slip("first [SEP] in B", lambda first, second: [0] * (len(first) + 1) + [1] * (len(second) + 2),
+         "the first [SEP] closes segment A: its token type is 0, B's tokens start after it"),
+]
 
 
 def _structure_hint(got, first, second):
@@ -51,16 +34,16 @@ def _structure_hint(got, first, second):
     if not isinstance(got, dict) or not {"input_ids", "token_type_ids", "next_sentence_label"} <= set(got):
         return "return a dict with the keys input_ids, token_type_ids and next_sentence_label"
     ids, types = list(got["input_ids"]), list(got["token_type_ids"])
-    id_variants = pair_ids_variants(first, second)
-    if ids != id_variants["right"]:
-        return (first_matching_hint(ids, id_variants, PAIR_IDS_HINTS)
-                or f"input_ids should be [CLS] A [SEP] B [SEP] = {id_variants['right']}, got {ids}")
-    if len(types) != len(ids):
-        return "token_type_ids needs one segment id per token, special tokens included"
-    type_variants = segment_variants(first, second)
-    if types != type_variants["right"]:
-        return (first_matching_hint(types, type_variants, SEGMENT_HINTS)
-                or "token_type_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the final [SEP]")
+    right = _pair(first, second, 0)
+    hint = (judge_answer(ids, right["input_ids"], PAIR_IDS_SLIPS, (first, second),
+                         fallback=lambda ids: f"input_ids should be [CLS] A [SEP] B [SEP] = {right['input_ids']}, "
+                                              f"got {ids}")
+            or judge_answer(types, right["token_type_ids"], SEGMENT_SLIPS, (first, second),
+                            form=expect(lambda types: len(types) == len(ids),
+                                        "token_type_ids needs one segment id per token, special tokens included"),
+                            fallback="token_type_ids: 0 for [CLS], A and the first [SEP]; 1 for B and the final [SEP]"))
+    if hint:
+        return hint
     label = got["next_sentence_label"]
     if isinstance(label, bool) or not isinstance(label, int):
         return f"the label must be the integer 0 or 1 (the loss needs class ids), got {label!r}"

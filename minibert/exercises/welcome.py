@@ -1,6 +1,6 @@
 """Exercises and quiz of notebook 00, welcome: the corpus at a glance."""
 
-from .framework import Question, exercise, first_matching_hint
+from .framework import Question, Slip, exercise, judge_answer
 
 EX = "00"
 
@@ -17,87 +17,81 @@ def words_in(sentence):
     return len(sentence.split())
 
 
-def word_count_variants(documents):
-    """The number of words first, then the usual slips, name -> what each counts: the sentences, the documents or
-    the characters instead of the words, words split on single spaces (an empty word at a double or trailing
-    space), the words of the longest sentence only, or of the first sentence only."""
-    sentences = [s for doc in documents for s in doc]
-    return {
-        "right": sum(words_in(s) for s in sentences),
-        "sentences": len(sentences),
-        "documents": len(documents),
-        "characters": sum(len(s) for s in sentences),
-        "split on one space": sum(len(s.split(" ")) for s in sentences),
-        "longest sentence": max(words_in(s) for s in sentences),
-        "first sentence": words_in(documents[0][0]),  # 3 on DOCUMENTS, as many as "documents", tried first
-    }
+def sentences_of(documents):
+    return [s for doc in documents for s in doc]
+
+
+def words_of_documents(documents):
+    return [sum(words_in(s) for s in doc) for doc in documents]
 
 
 ONE_SENTENCE = "count the words of EVERY sentence of every document, and add them up"
-WORD_COUNT_HINTS = {
-    "sentences": "you counted sentences; split each sentence into words with sentence.split() and count those",
-    "documents": "you counted documents; a document is a list of sentences, a sentence a string of words",
-    "characters": "you counted characters: len(sentence) is its length in characters, use len(sentence.split())",
-    "split on one space": "sentence.split(' ') counts an empty word at a double or trailing space; sentence.split() "
-                          "splits on any run of whitespace",
-    "longest sentence": ONE_SENTENCE,
-    "first sentence": ONE_SENTENCE,
-}
+WORD_COUNT_SLIPS = [  # counting the wrong thing; on DOCUMENTS "first sentence" gives 3, as "documents" does
+    Slip("sentences", lambda documents: len(sentences_of(documents)),
+         "you counted sentences; split each sentence into words with sentence.split() and count those"),
+    Slip("documents", len, "you counted documents; a document is a list of sentences, a sentence a string of words"),
+    Slip("characters", lambda documents: sum(len(s) for s in sentences_of(documents)),
+         "you counted characters: len(sentence) is its length in characters, use len(sentence.split())"),
+    Slip("split on one space", lambda documents: sum(len(s.split(" ")) for s in sentences_of(documents)),
+         "sentence.split(' ') counts an empty word at a double or trailing space; sentence.split() splits on any "
+         "run of whitespace"),
+    Slip("longest sentence", lambda documents: max(words_in(s) for s in sentences_of(documents)), ONE_SENTENCE),
+    Slip("first sentence", lambda documents: words_in(documents[0][0]), ONE_SENTENCE),
+]
 
 
 @exercise(EX, 1, "count the words of a corpus")
 def check_count_words(count_words):
     """count_words(documents) -> the number of whitespace-separated words in all sentences."""
     def judge():
-        variants = word_count_variants(DOCUMENTS)
+        right = sum(words_of_documents(DOCUMENTS))
         got = count_words([list(doc) for doc in DOCUMENTS])
-        if got == variants["right"]:
-            if count_words([["one two three"]]) != 3:
-                return "right on this corpus only: one document with one sentence of three words should give 3"
-            return None
-        return (first_matching_hint(got, variants, WORD_COUNT_HINTS)
-                or f"expected {variants['right']} words in this small corpus, got {got!r}: loop over documents, "
-                   "then sentences")
+        hint = judge_answer(got, right, WORD_COUNT_SLIPS, (DOCUMENTS,), fallback=lambda got: (
+            f"expected {right} words in this small corpus, got {got!r}: loop over documents, then sentences"))
+        if hint is None and count_words([["one two three"]]) != 3:
+            return "right on this corpus only: one document with one sentence of three words should give 3"
+        return hint
     return judge
 
 
-def longest_document_variants(documents):
-    """The index of the document with the most words first, then the usual slips: its number of words instead of
-    its index, the document with the most sentences, or the one with the fewest words."""
-    words = [sum(words_in(s) for s in doc) for doc in documents]
-    return {
-        "right": max(range(len(words)), key=words.__getitem__),
-        "its word count": max(words),
-        "most sentences": max(range(len(documents)), key=lambda i: len(documents[i])),
-        "shortest": min(range(len(words)), key=words.__getitem__),
-    }
+def longest(values, pick=max):
+    """The index of the largest value (the smallest with pick=min)."""
+    return pick(range(len(values)), key=values.__getitem__)
 
 
-LONGEST_DOCUMENT_HINTS = {
-    "its word count": "that is the number of words of the longest document; return its index",
-    "most sentences": "that is the document with the most SENTENCES; the longest has the most words",
-    "shortest": "that is the shortest document: take the maximum, not the minimum",
-}
+LONGEST_DOCUMENT_SLIPS = [
+    Slip("its word count", lambda documents: max(words_of_documents(documents)),
+         "that is the number of words of the longest document; return its index"),
+    Slip("most sentences", lambda documents: longest([len(doc) for doc in documents]),
+         "that is the document with the most SENTENCES; the longest has the most words"),
+    Slip("shortest", lambda documents: longest(words_of_documents(documents), pick=min),
+         "that is the shortest document: take the maximum, not the minimum"),
+]
+
+
+def index_form(got):
+    """A hint when `got` is not an int, the index of a document."""
+    if isinstance(got, bool) or not isinstance(got, int):
+        if isinstance(got, list):
+            return "return the index of the document (an int), not the document itself"
+        return f"return an int, the index of the document, not {type(got).__name__}"
+    return None
 
 
 @exercise(EX, 2, "the longest document")
 def check_longest_document(longest_document):
     """longest_document(documents) -> the index of the document with the most words."""
     def judge():
-        variants = longest_document_variants(DOCUMENTS)
+        words = words_of_documents(DOCUMENTS)
         got = longest_document([list(doc) for doc in DOCUMENTS])
-        if isinstance(got, bool) or not isinstance(got, int):
-            if isinstance(got, list):
-                return "return the index of the document (an int), not the document itself"
-            return f"return an int, the index of the document, not {type(got).__name__}"
-        if got == variants["right"]:
+        hint = judge_answer(got, longest(words), LONGEST_DOCUMENT_SLIPS, (DOCUMENTS,), form=index_form,
+                            fallback=lambda got: f"document {longest(words)} has the most words ({max(words)}); "
+                                                 f"you returned {got}")
+        if hint is None:
             reordered = [DOCUMENTS[2], DOCUMENTS[0], DOCUMENTS[1]]
             if longest_document([list(doc) for doc in reordered]) != 0:
                 return "right here, but not when the longest document comes first: compare every document"
-            return None
-        return (first_matching_hint(got, variants, LONGEST_DOCUMENT_HINTS)
-                or f"document {variants['right']} has the most words ({variants['its word count']}); you returned "
-                   f"{got}")
+        return hint
     return judge
 
 

@@ -116,7 +116,7 @@ def test_settings_that_cannot_work_are_refused_by_name(runs, args, message):
 
 
 def test_next_sentence_on_a_sentence_order_model_asks_about_order():
-    from minibert import pretrained
+    from minibert.course import pretrained
     out = cli("next-sentence", pretrained.path("bert-mlm-sop"), "It rained all day.", "The streets were flooded.").stdout
     assert "right order" in out and "B is random" not in out
     out = cli("next-sentence", pretrained.path("bert-mlm-nsp"), "It rained all day.", "The streets were flooded.").stdout
@@ -133,13 +133,13 @@ def test_a_corpus_file_that_is_not_utf8_is_named(tmp_path):
 
 
 def test_ctrl_c_during_training_says_how_to_continue(monkeypatch, capsys, tmp_path):
-    from minibert import __main__ as cli_main
-    from minibert import train
+    from minibert import cli as minibert_cli
+    from minibert.training import trainer
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
-    monkeypatch.setattr(train, "pretrain", interrupted)
-    code = cli_main.main(["pretrain", "--steps", "10", "--out", str(tmp_path / "run")])
+    monkeypatch.setattr(trainer, "pretrain", interrupted)
+    code = minibert_cli.main(["pretrain", "--steps", "10", "--out", str(tmp_path / "run")])
     err = capsys.readouterr().err
     assert code == 130
     assert "keeps the last checkpoint saved" in err and "--resume" in err and "Traceback" not in err
@@ -153,7 +153,7 @@ def test_corpus_says_what_a_corpus_holds_and_what_the_large_one_needs(tmp_path, 
     assert out.returncode == 2 and "run `make corpus`" in out.stderr and "Traceback" not in out.stderr
 
 
-@pytest.mark.parametrize("module", ["minibert", "minibert.course", "minibert.figures", "minibert.pretrained"])
+@pytest.mark.parametrize("module", ["minibert", "minibert.course", "minibert.course.figures", "minibert.course.pretrained"])
 def test_every_python_dash_m_entry_point_starts_without_a_warning(module):
     out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", module, "--help"], capture_output=True,
                          text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
@@ -162,5 +162,5 @@ def test_every_python_dash_m_entry_point_starts_without_a_warning(module):
 
 
 def test_an_unknown_shipped_checkpoint_is_named_with_the_ones_there_are():
-    out = subprocess.run([sys.executable, "-m", "minibert.pretrained", "bert-foo"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "minibert.course.pretrained", "bert-foo"], capture_output=True, text=True)
     assert out.returncode == 2 and "no shipped checkpoint 'bert-foo'; they are bert-mlm-nsp" in out.stderr

@@ -12,22 +12,10 @@ import nbformat
 import pytest
 from helpers import ROOT, check_cells, outputs_text
 
-from minibert.course import (BEGIN, COURSE_WORD_BUDGET, END, NUMBER_BUDGET, WORD_BUDGET, build_site, learning_goals,
-                             notebook_paths, prose_numbers, prose_words, quoted_measurements, strip_solutions)
+from minibert.course.notebooks import (BEGIN, COURSE_WORD_BUDGET, NUMBER_BUDGET, WORD_BUDGET, build_site,
+                                      learning_goals, notebook_paths, prose_numbers, prose_words, quoted_measurements)
 
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
-
-
-def test_strip_solutions_keeps_the_function_and_the_check():
-    source = ("def make_labels(ids, mask):\n    \"\"\"doc\"\"\"\n    " + BEGIN + "\n    labels = ids.clone()\n"
-              "    return labels\n    " + END + "\n\ncheck_make_labels(make_labels)")
-    assert strip_solutions(source) == ('def make_labels(ids, mask):\n    """doc"""\n'
-                                       '    raise NotImplementedError("Exercise: write the body of make_labels()")\n'
-                                       '\ncheck_make_labels(make_labels)')
-    with pytest.raises(ValueError, match="without"):
-        strip_solutions(BEGIN + "\nx = 1\n")
-    with pytest.raises(ValueError, match="without"):
-        strip_solutions("x = 1\n" + END)
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
@@ -131,7 +119,7 @@ def test_website_pages_load_in_chromium_with_titles_headings_and_images(tmp_path
 
 
 def notebook_title_of(path):
-    from minibert.course import notebook_title
+    from minibert.course.notebooks import notebook_title
     return notebook_title(nbformat.read(path, as_version=4))
 
 

@@ -16,7 +16,8 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.testing.compare import compare_images
 
 import minibert
-from minibert import figures, viz
+from minibert.course import figures
+from minibert import viz
 from minibert.data import DECISIONS, KEPT, MASKED, NOT_SELECTED, RANDOM
 from helpers import ROOT
 

@@ -10,7 +10,7 @@ import torch
 import transformers
 
 import minibert
-from minibert import pretrained
+from minibert.course import pretrained
 
 NAMES = list(pretrained.RECIPES)
 

@@ -7,11 +7,21 @@ import nbformat
 import pytest
 from helpers import ROOT, check_cells, outputs_text
 
-from minibert.course import BEGIN, END, notebook_paths, write_student_versions
-
-pytestmark = pytest.mark.slow
+from minibert.course.notebooks import BEGIN, END, notebook_paths, strip_solutions, write_student_versions
 
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
+
+
+def test_strip_solutions_keeps_the_function_and_the_check():
+    source = ("def make_labels(ids, mask):\n    \"\"\"doc\"\"\"\n    " + BEGIN + "\n    labels = ids.clone()\n"
+              "    return labels\n    " + END + "\n\ncheck_make_labels(make_labels)")
+    assert strip_solutions(source) == ('def make_labels(ids, mask):\n    """doc"""\n'
+                                       '    raise NotImplementedError("Exercise: write the body of make_labels()")\n'
+                                       '\ncheck_make_labels(make_labels)')
+    with pytest.raises(ValueError, match="without"):
+        strip_solutions(BEGIN + "\nx = 1\n")
+    with pytest.raises(ValueError, match="without"):
+        strip_solutions("x = 1\n" + END)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +70,7 @@ def executed_student_notebooks(student_notebooks):
 
 
 @pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[os.path.basename(p) for p in NOTEBOOKS])
+@pytest.mark.slow
 def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_notebooks, executed_student_notebooks,
                                                                      index):
     path = student_notebooks[index]

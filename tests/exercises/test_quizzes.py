@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from minibert.course import notebook_paths
+from minibert.course.notebooks import notebook_paths
 from minibert.exercises import QUIZZES, quiz, show_quiz
 from helpers import ROOT
 

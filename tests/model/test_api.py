@@ -399,8 +399,8 @@ def test_loading_options_give_what_transformers_gives(tmp_path):
 def test_attn_implementation_chooses_the_path_and_keeps_the_numbers(tmp_path, implementation, monkeypatch):
     randomize(transformers.BertModel(transformers.BertConfig(**CONFIGS["gelu"])), seed=2).save_pretrained(tmp_path)
     fused = []
-    monkeypatch.setattr(minibert.model, "fused_attention",
-                        lambda *a, _f=minibert.model.fused_attention: fused.append(1) or _f(*a))
+    monkeypatch.setattr(minibert.model.bert, "fused_attention",
+                        lambda *a, _f=minibert.model.bert.fused_attention: fused.append(1) or _f(*a))
     ours = minibert.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
     theirs = transformers.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
     inputs = {k: make_batch(CONFIGS["gelu"])[k] for k in INPUTS}

@@ -9,7 +9,7 @@ import torch
 import transformers
 
 import minibert
-from minibert import hub
+from minibert.model import hub
 from helpers import CONFIGS, make_batch, randomize
 
 

@@ -82,7 +82,7 @@ def test_positions_are_refused_for_a_decoder_or_outside_the_sequence():
 
 
 def test_cpu_dropout_drops_p_of_the_elements_and_rescales_the_rest():
-    drop = minibert.model.Dropout(0.1)
+    drop = minibert.model.bert.Dropout(0.1)
     x = torch.ones(1000, 1000, requires_grad=True)
     torch.manual_seed(0)
     y = drop(x)
@@ -124,11 +124,11 @@ def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused
                                  is_decoder=cls is minibert.BertForCausalLM)
     model = randomize(cls(config), seed=8).train()
     batch = make_batch(CONFIGS["gelu"])
-    choose = minibert.fast.use_fused_attention
+    choose = minibert.model.fast.use_fused_attention
     chosen = []
 
     def loss_and_grads(rule):
-        monkeypatch.setattr(minibert.model, "use_fused_attention", rule)
+        monkeypatch.setattr(minibert.model.bert, "use_fused_attention", rule)
         model.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = model(batch["input_ids"], batch["attention_mask"], labels=batch["mlm_labels"])
@@ -148,7 +148,7 @@ def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused
 
 @pytest.mark.parametrize("rows", [1, 31, 100], ids=lambda n: f"{n}_rows")
 def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
-    from minibert.fast import cross_entropy_in_chunks
+    from minibert.model.fast import cross_entropy_in_chunks
     torch.manual_seed(0)
     logits = (torch.randn(rows, 500) * 4).bfloat16()
     labels = torch.randint(500, (rows,))
@@ -166,8 +166,8 @@ def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
 
 def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(monkeypatch):
     calls = []
-    chunked_loss = minibert.fast.cross_entropy_in_chunks
-    monkeypatch.setattr(minibert.fast, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
+    chunked_loss = minibert.model.fast.cross_entropy_in_chunks
+    monkeypatch.setattr(minibert.model.fast, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
     config = minibert.BertConfig.tiny(vocab_size=300, is_decoder=True)
     ids = torch.randint(5, 300, (4, 24))
     losses = {}
@@ -181,9 +181,9 @@ def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(m
                 logits = model(input_ids=ids).logits
                 assert logits.dtype == torch.bfloat16
                 if chunked:  # what the model does with labels=ids
-                    loss = minibert.heads.token_loss(logits, ids, shift=True)
+                    loss = minibert.model.heads.token_loss(logits, ids, shift=True)
                 else:  # the plain line it stands for
-                    shifted = minibert.labels.shift_labels(ids, -100)
+                    shifted = minibert.model.labels.shift_labels(ids, -100)
                     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 300).float(), shifted.reshape(-1))
             loss.backward()
             optimizer.step()

@@ -97,6 +97,23 @@ def test_hidden_states_and_attention_weights_match_eager_transformers(tmp_path):
     assert a.attentions[0][1, :, :, -4:].max() < 1e-6  # nobody attends to padding
 
 
+def test_one_layer_and_its_attention_called_alone_give_transformers_hidden_states(tmp_path):
+    """What notebook 02 does: call one block, or its attention, on embeddings and read a tensor back."""
+    theirs = randomize(transformers.BertModel(transformers.BertConfig(**CONFIGS["gelu_new"])), seed=5).eval()
+    theirs.save_pretrained(tmp_path)
+    ours = minibert.BertModel.from_pretrained(tmp_path).eval()
+    x = torch.randn(2, 7, CONFIGS["gelu_new"]["hidden_size"])
+    layer, their_layer = ours.encoder.layer[0], theirs.encoder.layer[0]
+    with torch.no_grad():
+        out, attended = layer(x), layer.attention(x)
+        their_out = their_layer(x)
+        their_out = their_out[0] if isinstance(their_out, tuple) else their_out
+        their_attended = their_layer.attention(x)[0]
+    assert isinstance(out, torch.Tensor) and out.shape == x.shape
+    assert (out - their_out).abs().max() < TOL
+    assert (attended - their_attended).abs().max() < TOL
+
+
 def test_sdpa_default_path_returns_attention_weights_that_match_its_own_output():
     """transformers returns attentions=None under SDPA; ours must return the real weights."""
     torch.manual_seed(0)

@@ -8,8 +8,8 @@ import torch
 from helpers import word_tokenizer
 
 import minibert
-from minibert import finetune
-from minibert.scoring import pseudo_log_likelihoods
+from minibert.training import finetune
+from minibert.model.scoring import pseudo_log_likelihoods
 
 DOCS = [[f"sentence {d} {i} of document {d} has quite a few words in it" for i in range(6)] for d in range(5)]
 

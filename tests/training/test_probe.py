@@ -3,7 +3,7 @@
 import torch
 
 import minibert
-from minibert.probe import bag_of_words, mean_pool, sentence_features, train_probe
+from minibert.training.probe import bag_of_words, mean_pool, sentence_features, train_probe
 
 
 def test_mean_pool_ignores_padding():

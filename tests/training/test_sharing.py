@@ -199,7 +199,7 @@ def test_a_checkpoint_another_user_may_not_read_is_reported_as_such_with_the_fix
 
 
 def test_a_cache_path_with_a_tilde_means_the_home_folder(tmp_path, monkeypatch):
-    from minibert.corpus import cache_dir
+    from minibert.data.corpus import cache_dir
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("MINIBERT_CACHE", "~/class-cache")
     monkeypatch.chdir(tmp_path)

@@ -8,14 +8,7 @@ import torch
 import transformers
 
 import minibert
-from minibert.train import learning_rate
-
-
-@pytest.fixture(scope="module")
-def small(corpus):
-    """A few documents and a small vocabulary: enough for a run of seconds."""
-    docs = minibert.Corpus(corpus[:40], corpus.titles[:40], "small")
-    return docs, minibert.train_tokenizer(docs, vocab_size=1500)
+from minibert.training.trainer import learning_rate
 
 
 def tiny_config(tokenizer):
@@ -45,8 +38,8 @@ def test_every_objective_trains_and_reports_its_metrics(small, objective, metric
     expected_class = {"clm": "BertForCausalLM", "mlm": "BertForMaskedLM", "nsp": "BertForNextSentencePrediction",
                       "sop": "BertForNextSentencePrediction"}.get(objective, "BertForPreTraining")
     assert type(result.model).__name__ == expected_class
-    for metric in metrics & set(minibert.metrics.BASELINE_OF):
-        assert minibert.metrics.BASELINE_OF[metric][0] in result.baselines
+    for metric in metrics & set(minibert.training.metrics.BASELINE_OF):
+        assert minibert.training.metrics.BASELINE_OF[metric][0] in result.baselines
 
 
 def test_training_lowers_the_loss_and_the_prior_gives_it_a_head_start(small):
@@ -177,17 +170,17 @@ def test_evaluations_are_spread_over_the_budget(small):
 def test_time_budget_stops_the_run_at_the_first_step_past_it(small, monkeypatch):
     import itertools
     clock = itertools.count(0, 0.25)  # a clock that moves a quarter of a second each time it is read
-    monkeypatch.setattr(minibert.train.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(minibert.training.trainer.time, "perf_counter", lambda: next(clock))
     result = run(small, "nsp", steps=None, minutes=0.05)  # 3 seconds
     seconds = [h["seconds"] for h in result.history]
     assert len(seconds) > 1 and seconds[-1] >= 3 and all(s < 3 for s in seconds[:-1])
 
 
-@pytest.mark.skipif(not minibert.train.bf16_is_native(torch.device("cpu")),
+@pytest.mark.skipif(not minibert.training.trainer.bf16_is_native(torch.device("cpu")),
                     reason="this CPU has no native bf16: a bf16 run would train in float32")
 def test_bf16_autocast_trains(small, tmp_path):
     result = run(small, "mlm+nsp", bf16=True, out=tmp_path / "run")
-    assert minibert.train.read_state(tmp_path / "run")["bf16"] is True  # it trained in bf16, not in float32
+    assert minibert.training.trainer.read_state(tmp_path / "run")["bf16"] is True  # it trained in bf16, not in float32
     assert all(math.isfinite(r["loss"]) for r in result.history)
 
 
@@ -287,7 +280,7 @@ def test_a_loss_that_becomes_nan_stops_the_run_and_keeps_the_last_checkpoint(sma
         run(small, "mlm", out=tmp_path / "run", save_every=2, callback=poison)
     saved = minibert.BertForMaskedLM.from_pretrained(tmp_path / "run")
     assert all(torch.isfinite(p).all() for p in saved.parameters())
-    assert minibert.train.read_state(tmp_path / "run")["step"] == 2
+    assert minibert.training.trainer.read_state(tmp_path / "run")["step"] == 2
 
 
 def test_an_output_path_that_is_a_file_is_refused_before_training(small, tmp_path):
@@ -299,16 +292,16 @@ def test_an_output_path_that_is_a_file_is_refused_before_training(small, tmp_pat
 
 
 def test_bf16_only_where_the_hardware_does_it(monkeypatch, capsys):
-    from minibert import train
+    from minibert.training import trainer
     cpu = torch.device("cpu")
-    monkeypatch.setattr(train, "bf16_is_native", lambda device: False)  # an AVX2-only laptop
-    assert train.resolve_bf16(None, cpu) is False and capsys.readouterr().out == ""  # default: fp32, quietly
-    assert train.resolve_bf16(True, cpu) is False  # asked for: fp32 all the same, with a note
+    monkeypatch.setattr(trainer, "bf16_is_native", lambda device: False)  # an AVX2-only laptop
+    assert trainer.resolve_bf16(None, cpu) is False and capsys.readouterr().out == ""  # default: fp32, quietly
+    assert trainer.resolve_bf16(True, cpu) is False  # asked for: fp32 all the same, with a note
     assert "no native bf16" in capsys.readouterr().out
-    monkeypatch.setattr(train, "bf16_is_native", lambda device: True)  # AVX-512 BF16, AMX or a recent GPU
-    assert train.resolve_bf16(None, cpu) is True and train.resolve_bf16(False, cpu) is False
+    monkeypatch.setattr(trainer, "bf16_is_native", lambda device: True)  # AVX-512 BF16, AMX or a recent GPU
+    assert trainer.resolve_bf16(None, cpu) is True and trainer.resolve_bf16(False, cpu) is False
 
 
 def test_the_precision_a_run_used_is_recorded(small, tmp_path):
     run(small, "mlm", out=tmp_path / "run", bf16=False)
-    assert minibert.train.read_state(tmp_path / "run")["bf16"] is False
+    assert minibert.training.trainer.read_state(tmp_path / "run")["bf16"] is False

@@ -8,13 +8,8 @@ import shutil
 import pytest
 
 import minibert
-from minibert import pretrained, train
-
-
-@pytest.fixture(scope="module")
-def small(corpus):
-    docs = minibert.Corpus(corpus[:40], corpus.titles[:40], "small")
-    return docs, minibert.train_tokenizer(docs, vocab_size=1500)
+from minibert.course import pretrained
+from minibert.training import trainer
 
 
 def run(small, out, **kwargs):
@@ -27,7 +22,7 @@ def run(small, out, **kwargs):
 
 def never_trained(monkeypatch):
     """Make any training step fail the test: a refusal must come before the first step."""
-    monkeypatch.setattr(train.Trainer, "train", lambda *a, **k: pytest.fail("trained before refusing"))
+    monkeypatch.setattr(trainer.Trainer, "train", lambda *a, **k: pytest.fail("trained before refusing"))
 
 
 def test_a_folder_of_other_files_is_refused_before_training_and_left_as_it_was(small, tmp_path, monkeypatch):
@@ -107,7 +102,7 @@ def test_a_full_disk_is_named_and_the_last_checkpoint_kept(small, tmp_path, monk
 
     def no_space(model, folder):
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(train, "write_weights", no_space)
+    monkeypatch.setattr(trainer, "write_weights", no_space)
     with pytest.raises(OSError, match=r"the disk is full.*checkpoint of step \d+ in .* is intact|disk is full"):
         minibert.pretrain(out=out, resume=True, corpus=small[0], steps=4, progress=False, verbose=False)
     assert (out / "model.safetensors").read_bytes() == before

@@ -16,8 +16,8 @@ import random
 
 import torch
 
-from .cache import TRAINING_CODE, cached, fingerprint
-from .hub import WEIGHT_FILES
+from ..cache import TRAINING_CODE, cached, fingerprint
+from ..model.hub import WEIGHT_FILES
 from .metrics import bootstrap
 
 # ---- tasks ----
@@ -180,7 +180,7 @@ def run(checkpoint, task, fraction, seed, tokenizer, pretrained=True, steps=80, 
     (split(task, validation=True)), to choose a setting without looking at the test fold. Returns a
     bool tensor: each scored example right or wrong. The result is cached (MINIBERT_CACHE), so running
     the notebook again takes seconds."""
-    from .heads import BertForSequenceClassification
+    from ..model.heads import BertForSequenceClassification
     train_x, train_y, test_x, test_y = split(task, validation)
     key = cache_key(checkpoint, task, fraction, seed, pretrained, steps, lr, *(["validation"] if validation else []))
 
@@ -200,4 +200,4 @@ def cache_key(checkpoint, task, *settings):
     code that trains (this file and the model's), so that a changed line never reads an old result."""
     weights = next((os.path.join(checkpoint, w) for w in WEIGHT_FILES if os.path.isfile(os.path.join(checkpoint, w))),
                    os.path.join(checkpoint, WEIGHT_FILES[0]))  # safetensors or pytorch_model.bin, as loading reads
-    return fingerprint(task, settings, code=("finetune.py", *TRAINING_CODE), files=[weights])
+    return fingerprint(task, settings, code=("training/finetune.py", *TRAINING_CODE), files=[weights])

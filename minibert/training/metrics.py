@@ -13,9 +13,10 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from .data import IGNORE_INDEX, CausalLMCollator, MLMCollator, collate
-from .heads import token_loss
-from .labels import shift_labels
+from ..model.heads import token_loss
+from ..model.labels import IGNORE_INDEX
+from ..model.labels import shift_labels
+from .objectives import check_objective, make_collator, model_inputs
 
 # ---- how sure a score is: one kind of interval for the whole course ----
 
@@ -69,54 +70,6 @@ def proportion(right, total):
     if not 0 <= right <= total or total == 0:
         raise ValueError(f"a proportion needs 0 <= right <= total and total > 0, got {right} of {total}")
     return bootstrap(torch.cat([torch.ones(right), torch.zeros(total - right)]))
-
-
-class Objective(NamedTuple):
-    model_class: str  # the class that trains it (the same name in minibert and transformers)
-    pair_task: str | None  # "nsp" or "sop": its examples are sentence pairs; None: blocks of text
-    masked_lm: bool  # it has a masked-LM loss
-
-
-OBJECTIVES = {
-    "clm": Objective("BertForCausalLM", None, False),
-    "mlm": Objective("BertForMaskedLM", None, True),
-    "nsp": Objective("BertForNextSentencePrediction", "nsp", False),
-    "sop": Objective("BertForNextSentencePrediction", "sop", False),
-    "mlm+nsp": Objective("BertForPreTraining", "nsp", True),
-    "mlm+sop": Objective("BertForPreTraining", "sop", True),
-}
-
-
-def check_objective(objective):
-    if objective not in OBJECTIVES:
-        raise ValueError(f"unknown objective {objective!r}; choose one of {', '.join(OBJECTIVES)}")
-    return OBJECTIVES[objective]
-
-
-def make_collator(objective, tokenizer, mlm_probability=0.15, seed=None, mask_replace_prob=0.8,
-                  random_replace_prob=0.1):
-    if check_objective(objective).masked_lm:
-        return MLMCollator(tokenizer, mlm_probability, mask_replace_prob, random_replace_prob, seed=seed)
-    if objective == "clm":
-        return CausalLMCollator(tokenizer)
-    return lambda examples: collate(examples, tokenizer.pad_token_id, len(tokenizer))  # NSP / SOP: nothing masked
-
-
-def model_inputs(objective, batch, masked_only=True):
-    """The keyword arguments each head takes, from a collated batch."""
-    _, pair_task, mlm = check_objective(objective)
-    pairs = pair_task is not None
-    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-    if objective == "clm":
-        inputs["labels"] = batch["labels"]
-    elif mlm and pairs:
-        inputs.update(labels=batch["labels"], next_sentence_label=batch["next_sentence_label"],
-                      masked_only=masked_only)
-    elif mlm:
-        inputs.update(labels=batch["labels"], masked_only=masked_only)
-    else:
-        inputs["labels"] = batch["next_sentence_label"]
-    return inputs
 
 
 EVALUATION_SEED = 1234  # the held-out masks and pairs are drawn from this seed: the same for every model

@@ -11,9 +11,9 @@ import time
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from .config import check_value, is_whole
-from .cache import atomic_file, cache_dir, fingerprint
-from .data import check_documents
+from ..cache import atomic_file, cache_dir, fingerprint
+from ..model.config import check_value, is_whole
+from .examples import check_documents
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4
 
@@ -24,7 +24,7 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
 
     Training is deterministic, so with cache=True the trained vocabulary is saved in the minibert cache
     (MINIBERT_CACHE or ~/.cache/minibert) and read from there when the same sentences, settings and
-    code come again: every notebook trains the course's tokenizer, in 0.02 s instead of 2."""
+    code come again: every notebook after the first reads the course's tokenizer instead of training it."""
     from transformers import BertTokenizerFast  # imported here: transformers is slow to import
 
     check_documents(documents)  # a flat list of strings would train on its characters
@@ -66,7 +66,7 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
 def cache_path(sentences, vocab_size, min_frequency):
     """Where the tokenizer of these sentences and settings is cached: a name made from all that decides
     it, this file's code and the tokenizers library's version included."""
-    key = fingerprint(sentences, vocab_size, min_frequency, tokenizers.__version__, code=("tokenizer.py",))
+    key = fingerprint(sentences, vocab_size, min_frequency, tokenizers.__version__, code=("data/tokenizer.py",))
     return os.path.join(cache_dir(), "tokenizers", key + ".json")
 
 

@@ -16,17 +16,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import IGNORE_INDEX, as_tensor, check_labels
-from . import generation
-from .generation import positions_from_mask
 from . import fast
+from . import generation
 from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
-from .labels import check_causal_labels, shift_labels
-from .scoring import pseudo_perplexity
+from .bert import BertModel, BertPreTrainedModel, decoder_config
+from .checks import IGNORE_INDEX, as_tensor, check_labels
 from .config import ACT2FN
 from .fast import Dropout
-from .model import BertModel, BertPreTrainedModel, decoder_config
+from .generation import positions_from_mask
+from .labels import check_causal_labels, shift_labels
 from .outputs import ModelOutput, model_output
+from .scoring import pseudo_perplexity
 
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source
@@ -105,10 +105,16 @@ def sparse_labels(labels, input_ids, inputs_embeds, vocab_size):
     return positions, labels.gather(1, positions)
 
 
-def cls_position(input_ids, inputs_embeds):
-    """(B, 1) zeros: a head on the pooler reads only [CLS], so the last layer computes only that."""
+def encode_for_pooler(bert, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                      output_attentions, output_hidden_states):
+    """The encoder's output for a head on the pooler. The head reads only [CLS], so the last layer computes
+    only that row, unless every layer's outputs were asked for."""
     source = input_ids if input_ids is not None else inputs_embeds
-    return None if source is None else torch.zeros(len(source), 1, dtype=torch.long, device=source.device)
+    only_cls = source is not None and not (output_attentions or output_hidden_states)
+    positions = torch.zeros(len(source), 1, dtype=torch.long, device=source.device) if only_cls else None
+    return bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                positions=positions, return_dict=True)
 
 
 def masked_lm(head, hidden, labels, masked_only):
@@ -209,10 +215,8 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
                 return_dict=None):
         output_attentions, output_hidden_states, return_dict = self.config.output_switches(
             output_attentions, output_hidden_states, return_dict)  # the config's, unless given
-        cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=cls, return_dict=True)  # the head reads only [CLS]: so does the last layer
+        out = encode_for_pooler(self.bert, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
         logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         loss = None
         if labels is not None:
@@ -291,10 +295,8 @@ class BertForSequenceClassification(BertPreTrainedModel):
                 return_dict=None):
         output_attentions, output_hidden_states, return_dict = self.config.output_switches(
             output_attentions, output_hidden_states, return_dict)  # the config's, unless given
-        cls = None if output_attentions or output_hidden_states else cls_position(input_ids, inputs_embeds)
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=cls, return_dict=True)  # the head reads only [CLS]: so does the last layer
+        out = encode_for_pooler(self.bert, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds,
+                                output_attentions, output_hidden_states)
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = classification_loss(logits, labels, self.config) if labels is not None else None
         return model_output(ModelOutput(loss=loss, logits=logits, hidden_states=out.hidden_states,

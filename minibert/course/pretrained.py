@@ -18,7 +18,7 @@ import warnings
 
 import torch
 
-CHECKPOINTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checkpoints")
+CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "checkpoints")
 
 # name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU: see the README.
 RECIPES = {
@@ -42,7 +42,7 @@ def path(name):
 
 def model_class_of(name):
     """The minibert class a shipped checkpoint was trained as (BertForPreTraining, BertForCausalLM, ...)."""
-    from .train import model_class
+    from ..training.trainer import model_class
     return model_class(RECIPES[name]["objective"])
 
 
@@ -55,7 +55,7 @@ def command(name, out=None, settings=None):
 
 # ---- scores: held-out documents of the run, beside the baselines ----
 def load_args(folder):
-    from .train import TrainArgs
+    from ..training.trainer import TrainArgs
     file = os.path.join(folder, "training_args.json")
     if not os.path.isfile(file):
         raise ValueError(f"{folder!r} has no training_args.json: it is not an exported minibert checkpoint")
@@ -70,9 +70,9 @@ def score(folder):
     tokenizer; masks and random negatives come from fixed seeds, so the result is the same each time."""
     from transformers import AutoTokenizer
 
-    from .corpus import load_corpus, split_corpus
-    from .metrics import baselines, evaluate
-    from .train import build_examples, model_class
+    from ..data.corpus import load_corpus, split_corpus
+    from ..training.metrics import baselines, evaluate
+    from ..training.trainer import build_examples, model_class
     args = load_args(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     with warnings.catch_warnings():
@@ -105,10 +105,10 @@ def score(folder):
 
 
 def blank_scores(folder):
-    """Top-1 and top-5 hit rates (%) of transformers' fill-mask pipeline on minibert.blanks."""
+    """Top-1 and top-5 hit rates (%) of transformers' fill-mask pipeline on minibert.data.blanks."""
     from transformers import pipeline
 
-    from .blanks import fill_blanks
+    from ..data.blanks import fill_blanks
     result = fill_blanks(pipeline("fill-mask", model=folder, device="cpu"))
     return {"blanks_top1": 100 * result["top1"], "blanks_top5": 100 * result["top5"]}, result["rows"]
 
@@ -117,7 +117,7 @@ def blank_scores(folder):
 def check_export_folder(run, dest):
     """The absolute folder an export writes: new or empty, or an earlier export of ours (replaced
     whole); never the run itself (its float32 weights and optimizer state), another run, or other files."""
-    from .train import STATE_FILE
+    from ..training.trainer import STATE_FILE
     if os.fspath(dest) == "":
         raise ValueError('dest="" names no folder: give the folder to export the checkpoint to')
     path = os.path.realpath(dest)
@@ -139,8 +139,8 @@ def export(run, dest, note=None):
     """Write the checkpoint of a finished run: bfloat16 weights (half the size; they load as float32),
     the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all. note: a
     sentence for the card about how the run was made (e.g. beside other runs on a shared machine)."""
-    from .hub import atomic_folder, write_weights
-    from .train import load_result, read_state
+    from ..model.hub import atomic_folder, write_weights
+    from ..training.trainer import load_result, read_state
     state = read_state(run)
     if not state["finished"]:
         raise ValueError(f"{run!r} has not finished training (step {state['step']}); resume it first")
@@ -178,7 +178,7 @@ def machine():
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    from .train import bf16_is_native
+    from ..training.trainer import bf16_is_native
     native = "native bf16" if bf16_is_native(torch.device("cpu")) else "no native bf16"
     return f"{cpu}, {os.cpu_count()} cores ({native}), torch {torch.__version__.split('+')[0]}"
 
@@ -201,7 +201,7 @@ METRICS = [  # key in scores, its name on the card, its baseline's key, the base
 
 def corpus_description(args):
     """What the card says of a run's corpus: its name and sources, and its size, counted now."""
-    from .corpus import load_corpus
+    from ..data.corpus import load_corpus
     stats = load_corpus(args.corpus).stats()
     size = f"{stats['documents']:,} documents, {stats['words'] / 1e6:.2f} million words"
     if args.corpus in (None, "default"):
@@ -251,12 +251,12 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
         "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
         "## Held-out scores", "",
         "| metric | this model | baseline |", "|---|---|---|", rows, "",
-        f"Scored on {scores['examples']} held-out examples by `minibert.pretrained.score`; a test recomputes "
+        f"Scored on {scores['examples']} held-out examples by `minibert.course.pretrained.score`; a test recomputes "
         "them from the weights and fails if they drift from this card by more than half a point.", "",
     ]
     if blank_rows:
         lines += ["## Everyday fill-in-the-blank sentences", "",
-                  f"{len(blank_rows)} sentences written for the course (`minibert.blanks`), none from the corpus. "
+                  f"{len(blank_rows)} sentences written for the course (`minibert.data.blanks`), none from the corpus. "
                   "A sentence is filled when an accepted word is among the top 5 of "
                   "`pipeline(\"fill-mask\")`. Some of them:", "",
                   "| sentence | top 5 |", "|---|---|"]
@@ -278,7 +278,7 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
 def command_of(name, args, info):
     """The command that trained this run, with the options of its recipe (all of the run's settings
     that differ from the defaults, for a checkpoint outside RECIPES)."""
-    from .train import TrainArgs
+    from ..training.trainer import TrainArgs
     keys = list(RECIPES[name]) if name in RECIPES else [
         f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
     return command(name, settings={k: getattr(args, k) for k in keys})
@@ -323,13 +323,10 @@ def table():
 SIDE_BY_SIDE = "trained side by side with the other shipped checkpoints on the same cores"
 
 
-SAVE_EVERY = 1000  # steps between the checkpoints of a run: an interrupted run resumes from the last one
-
-
 def main(names, note=None):
     """Train (or finish, after an interruption) and export each named checkpoint; `make pretrained`
     runs the four side by side, one thread each, as the shipped ones were made."""
-    from .train import STATE_FILE, pretrain
+    from ..training.trainer import SAVE_EVERY, STATE_FILE, pretrain
     for name in names or RECIPES:
         run = os.path.join("runs", name)
         resume = os.path.isfile(os.path.join(run, STATE_FILE))  # then continue it exactly where it stopped
@@ -343,7 +340,7 @@ def main(names, note=None):
 
 if __name__ == "__main__":
     import argparse
-    parser = argparse.ArgumentParser(prog="python -m minibert.pretrained",
+    parser = argparse.ArgumentParser(prog="python -m minibert.course.pretrained",
                                      description="train and export the shipped checkpoints (make pretrained)")
     parser.add_argument("names", nargs="*", metavar="NAME",
                         help=f"checkpoints to make (default: all of {', '.join(RECIPES)})")

@@ -1,7 +1,7 @@
 """Input checks shared by the models: the mistakes users make become a sentence that names the argument
 and says what to do, instead of an error from deep inside torch.
 
-model.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels); generation.py
+bert.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels); generation.py
 checks its settings with check_sampling.
 """
 

@@ -1,9 +1,4 @@
-"""Tools for the course: its standard training runs, student versions of the notebooks, the website.
-
-    minibert.course_run("mlm", corpus, tokenizer)     # the notebooks' runs, trained once and cached
-    python -m minibert.course student build/student   # exercises without solutions (make student)
-    python -m minibert.course site build/site         # static HTML of the executed notebooks (make site)
-    python -m minibert.course prose [NOTEBOOK ...]    # words and quoted numbers of each lesson's prose
+"""What `make` does with the notebooks: student versions, the lessons' prose budgets, the website.
 
 The notebooks in notebooks/ are the solution versions. Each exercise's solution sits between
 `### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's convention, so nbgrader can use them as they
@@ -16,57 +11,6 @@ import html
 import os
 import re
 import shutil
-import sys
-
-from .cache import cache_dir, fingerprint, locked
-from .cache import cached, entry_lock, writable  # noqa: F401 (cached: the notebooks use it from here)
-from .metrics import check_objective
-from .train import pretrain
-
-
-# ---- the course's standard runs ----
-
-# The course's standard runs: a tiny model and 64-token sequences, about a minute each on two CPU
-# cores. The masked-LM runs take batches of 64 at learning rate 2e-3, the batch and rate that learned
-# fastest in runs this short (docs/experiments.md has the comparison). The causal LM gets fewer steps
-# because scoring every position over the vocabulary costs more per step.
-COURSE_RUNS = {
-    "clm": dict(steps=200),
-    "mlm": dict(steps=600, batch_size=64, lr=2e-3),
-    "nsp": dict(steps=300),
-    "sop": dict(steps=300),
-    "mlm+nsp": dict(steps=600, batch_size=64, lr=2e-3),
-    "mlm+sop": dict(steps=600, batch_size=64, lr=2e-3),
-}
-
-
-def run_dir(name):
-    """A folder for a training run inside the minibert cache (MINIBERT_CACHE or ~/.cache/minibert)."""
-    return os.path.join(cache_dir(), "runs", name)
-
-
-def course_run(objective, corpus, tokenizer, **overrides):
-    """The course's standard run of an objective, saved in the cache and loaded from there when a
-    finished run with the same settings, data and code exists: notebooks needing the same model
-    share it, and re-running a notebook takes seconds. Pass overrides to change any setting. Two
-    processes asking for the same run at once (a class on one server) train it once: the second
-    waits for the first and loads its result."""
-    check_objective(objective)
-    settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
-                       progress=False), **COURSE_RUNS[objective]}
-    settings.update(overrides)
-    settings.setdefault("eval_every", max(1, settings["steps"] // 10))
-    shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
-    tag = fingerprint({k: v for k, v in settings.items() if k not in shown})[:8]  # the run's folder; its key decides reuse
-    out = run_dir(f"{objective}-{tag}")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
-    with locked(entry_lock(out)):
-        try:
-            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
-        except PermissionError:  # a read-only cache without this run: refused before training
-            writable(os.path.dirname(out))  # says so
-            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
-
 
 # ---- student versions ----
 
@@ -212,13 +156,6 @@ def prose_report(paths):
     return "\n".join(lines)
 
 
-def say(text):
-    """Show a sentence built from measured values as formatted text under a cell (Markdown), so the
-    numbers a conclusion rests on come from this run: say(f"The shipped model is right **{acc:.0%}** of the time.")."""
-    from IPython.display import Markdown, display
-    display(Markdown(text))
-
-
 # ---- the website ----
 
 def notebook_title(nb):
@@ -350,26 +287,3 @@ def build_site(src="notebooks", dst="build/site", figures="figures"):
     with open(os.path.join(dst, "index.html"), "w", encoding="utf-8") as f:
         f.write(index_page(entries, pictures))
     return [os.path.join(dst, "index.html")] + [os.path.join(dst, page) for page, _ in pages]
-
-
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    if argv in (["-h"], ["--help"]):
-        print(__doc__)
-        return 0
-    if argv[:1] == ["prose"]:
-        print(prose_report(argv[1:] or notebook_paths()))
-        return 0
-    if len(argv) not in (1, 2) or argv[0] not in ("student", "site"):
-        print(__doc__)
-        return 2
-    if argv[0] == "student":
-        written = write_student_versions(dst=argv[1] if len(argv) > 1 else "build/student")
-    else:
-        written = build_site(dst=argv[1] if len(argv) > 1 else "build/site")
-    print(f"wrote {len(written)} files to {os.path.dirname(written[0])}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Draw every picture of the README and the course as PNG:  python -m minibert.figures OUTDIR [NAME ...]
+"""Draw every picture of the README and the course as PNG:  python -m minibert.course.figures OUTDIR [NAME ...]
 
 The same input gives the same bytes: fixed examples and seeds, a fixed dpi, and no timestamp or
 version string in the files (matplotlib's Agg renderer, without pyplot). tests/course/test_figures.py
@@ -19,12 +19,13 @@ from types import SimpleNamespace
 
 import torch
 
-from . import viz
-from .corpus import load_corpus, split_corpus
-from .course import course_run
-from .data import DECISIONS, MASKED, NOT_SELECTED, CausalLMCollator, MLMCollator, make_nsp_examples, make_sop_examples
-from .heads import BertForMaskedLM, BertForPreTraining
-from .tokenizer import train_tokenizer
+from .. import viz
+from ..data.collators import DECISIONS, MASKED, NOT_SELECTED, CausalLMCollator, MLMCollator
+from ..data.corpus import load_corpus, split_corpus
+from ..data.examples import make_nsp_examples, make_sop_examples
+from ..data.tokenizer import train_tokenizer
+from ..model.heads import BertForMaskedLM, BertForPreTraining
+from .runs import course_run
 
 DPI = 100
 

@@ -22,15 +22,15 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from . import heads
-from .cache import TRAINING_CODE, fingerprint
-from .config import BertConfig
-from .corpus import load_corpus, split_corpus
-from .data import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
-from .hub import atomic_folder, write_weights
-from .metrics import (baselines, check_objective, evaluate, format_metrics, make_collator, model_inputs,
-                      target_tokens)
-from .tokenizer import train_tokenizer
+from ..cache import TRAINING_CODE, fingerprint
+from ..data.corpus import load_corpus, split_corpus
+from ..data.examples import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
+from ..data.tokenizer import train_tokenizer
+from ..model import heads
+from ..model.config import BertConfig
+from ..model.hub import atomic_folder, write_weights
+from .metrics import baselines, evaluate, format_metrics, target_tokens
+from .objectives import check_objective, make_collator, model_inputs
 
 STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
 SCHEDULES = ("linear", "cosine", "wsd")
@@ -44,6 +44,7 @@ ORDER_SEED = 7919  # seed * ORDER_SEED + epoch: the shuffle of each epoch, far f
 HELDOUT_PAIRS, REDRAWN_PAIRS = 1, 1000  # seed offsets of the held-out pairs and of each epoch's new pairs
 EVALUATIONS = 5  # without eval_every, a run is evaluated at each fifth of its budget
 LOSS_SMOOTHING = 0.95  # the progress bar shows an exponential moving average of the loss
+SAVE_EVERY = 1000  # steps between the saves of a command-line run: an interrupted run resumes from the last
 BASE_LR, BASE_LR_WIDTH = 1e-3, 256  # the default peak learning rate, scaled down for models wider than this
 MIN_POSITIONS = 512  # the position table covers at least BERT's 512 tokens, whatever max_length is
 

@@ -25,7 +25,7 @@ def is_number(v):
 
 
 def check_value(name, value, ok, must_be):
-    """Raise a ValueError naming `name` and its value unless ok(value). Shared with data.py and tokenizer.py."""
+    """Raise a ValueError naming `name` and its value unless ok(value). Shared with the data room."""
     if not ok(value):
         raise ValueError(f"{name}={value!r} cannot work: {name} must be {must_be}")
 

@@ -17,7 +17,7 @@ import warnings
 import torch
 from safetensors.torch import load_file, save_file
 
-from .cache import locked, share_like_any_file
+from ..cache import locked, share_like_any_file
 from .compat import as_minibert_config
 from .config import BertConfig
 

@@ -6,7 +6,7 @@ word; each lists the words that make a natural sentence. A sentence counts as fi
 them is among the model's top 5 guesses of transformers' `pipeline("fill-mask")`.
 
     from transformers import pipeline
-    from minibert.blanks import EVERYDAY_BLANKS, fill_blanks
+    from minibert.data.blanks import EVERYDAY_BLANKS, fill_blanks
     score = fill_blanks(pipeline("fill-mask", model="checkpoints/bert-mlm-nsp"))
     score["top1"], score["top5"]
 """

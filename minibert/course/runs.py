@@ -1,0 +1,59 @@
+"""The course's standard training runs, trained once and cached, and `say`, which shows a sentence
+built from a run's measured values under a cell.
+
+    minibert.course_run("mlm", corpus, tokenizer)     # the notebooks' runs: the first call trains, later ones load
+"""
+
+import os
+
+from ..cache import cache_dir, entry_lock, fingerprint, locked, writable
+from ..training.objectives import check_objective
+from ..training.trainer import pretrain
+
+# The course's standard runs: a tiny model and 64-token sequences, about a minute each on two CPU
+# cores. The masked-LM runs take batches of 64 at learning rate 2e-3, the batch and rate that learned
+# fastest in runs this short (docs/experiments.md has the comparison). The causal LM gets fewer steps
+# because scoring every position over the vocabulary costs more per step.
+COURSE_RUNS = {
+    "clm": dict(steps=200),
+    "mlm": dict(steps=600, batch_size=64, lr=2e-3),
+    "nsp": dict(steps=300),
+    "sop": dict(steps=300),
+    "mlm+nsp": dict(steps=600, batch_size=64, lr=2e-3),
+    "mlm+sop": dict(steps=600, batch_size=64, lr=2e-3),
+}
+
+
+def run_dir(name):
+    """A folder for a training run inside the minibert cache (MINIBERT_CACHE or ~/.cache/minibert)."""
+    return os.path.join(cache_dir(), "runs", name)
+
+
+def course_run(objective, corpus, tokenizer, **overrides):
+    """The course's standard run of an objective, saved in the cache and loaded from there when a
+    finished run with the same settings, data and code exists: notebooks needing the same model
+    share it, and re-running a notebook takes seconds. Pass overrides to change any setting. Two
+    processes asking for the same run at once (a class on one server) train it once: the second
+    waits for the first and loads its result."""
+    check_objective(objective)
+    settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
+                       progress=False), **COURSE_RUNS[objective]}
+    settings.update(overrides)
+    settings.setdefault("eval_every", max(1, settings["steps"] // 10))
+    shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
+    tag = fingerprint({k: v for k, v in settings.items() if k not in shown})[:8]  # the run's folder; its key decides reuse
+    out = run_dir(f"{objective}-{tag}")
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with locked(entry_lock(out)):
+        try:
+            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
+        except PermissionError:  # a read-only cache without this run: refused before training
+            writable(os.path.dirname(out))  # says so
+            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
+
+
+def say(text):
+    """Show a sentence built from measured values as formatted text under a cell (Markdown), so the
+    numbers a conclusion rests on come from this run: say(f"The shipped model is right **{acc:.0%}** of the time.")."""
+    from IPython.display import Markdown, display
+    display(Markdown(text))
