@@ -40,6 +40,13 @@ def path(name):
     return os.path.join(CHECKPOINTS, name)
 
 
+def tokenizer():
+    """The shipped checkpoints' tokenizer: one for all of them, trained on their corpus, so that their
+    scores (and a run that uses it) count the same tokens."""
+    from transformers import AutoTokenizer  # imported here: transformers is slow to import
+    return AutoTokenizer.from_pretrained(path(next(iter(RECIPES))))
+
+
 def model_class_of(name):
     """The minibert class a shipped checkpoint was trained as (BertForPreTraining, BertForCausalLM, ...)."""
     from ..training.trainer import model_class

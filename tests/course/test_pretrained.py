@@ -32,6 +32,15 @@ def test_every_checkpoint_is_a_small_transformers_folder(checkpoint):
     assert "```bash\n" + pretrained.command(name) + "\n```" in open(os.path.join(folder, "README.md")).read()
 
 
+def test_the_checkpoints_share_one_tokenizer_which_pretrained_tokenizer_loads():
+    tokenizer = pretrained.tokenizer()
+    text = "He drank a cup of coffee before the train left the station."
+    for name in NAMES:
+        theirs = transformers.AutoTokenizer.from_pretrained(pretrained.path(name))
+        assert theirs.get_vocab() == tokenizer.get_vocab(), f"{name} has a tokenizer of its own"
+        assert theirs(text, "And then?")["input_ids"] == tokenizer(text, "And then?")["input_ids"]
+
+
 def test_the_folder_stays_within_its_budget():
     total = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(pretrained.CHECKPOINTS)
                 for f in files)
