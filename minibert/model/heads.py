@@ -16,8 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import fast
-from . import generation
+from . import fast, generation
 from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
 from .bert import BertModel, BertPreTrainedModel, decoder_config
 from .checks import IGNORE_INDEX, as_tensor, check_labels

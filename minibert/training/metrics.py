@@ -14,8 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ..model.heads import token_loss
-from ..model.labels import IGNORE_INDEX
-from ..model.labels import shift_labels
+from ..model.labels import IGNORE_INDEX, shift_labels
 from .objectives import check_objective, make_collator, model_inputs
 
 # ---- how sure a score is: one kind of interval for the whole course ----

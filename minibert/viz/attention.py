@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 
-from .style import BLUE, ORANGE, BLACK, GREY, DARK, tint, FONT, short, wrap, suptitle
+from .style import BLACK, BLUE, DARK, FONT, GREY, ORANGE, short, suptitle, tint, wrap
 
 
 def set_token_ticks(ax, tokens, n, axis="both", size=None):

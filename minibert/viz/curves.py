@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator, PercentFormatter
 
-from .style import BLUE, SKY, GREEN, ORANGE, VERMILLION, PURPLE, BLACK, DARK, short, suptitle
+from .style import BLACK, BLUE, DARK, GREEN, ORANGE, PURPLE, SKY, VERMILLION, short, suptitle
 
 LINE_COLOURS = (BLUE, VERMILLION, GREEN, ORANGE, PURPLE, SKY, BLACK)
 

@@ -9,10 +9,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 from ..data.collators import DECISIONS, KEPT, MASKED, NOT_SELECTED, RANDOM, MLMCollator
-from ..model.labels import IGNORE_INDEX
-from ..model.labels import shift_labels
-from .style import (GREEN, VERMILLION, GREY, DARK, tint, STYLES, CELL_W, CELL_H, NAME_W, MIN_WIDTH, BOX_W, BOX_H, FONT,
-                    SMALL, short, header, legend_layout, style_handles, add_legend)
+from ..model.labels import IGNORE_INDEX, shift_labels
+from .style import (BOX_H, BOX_W, CELL_H, CELL_W, DARK, FONT, GREEN, GREY, MIN_WIDTH, NAME_W, SMALL, STYLES, VERMILLION,
+                    add_legend, header, legend_layout, short, style_handles, tint)
 
 
 @dataclass
