@@ -20,12 +20,16 @@ import torch
 
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "checkpoints")
 
-# name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU: see the README.
+# name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU (docs/experiments.md):
+# the tiny preset on the large corpus (minibert.data.corpus), a fixed number of steps so that a rerun on
+# any machine sees the same batches.
+MLM_RECIPE = dict(preset="tiny", steps=50_000, batch_size=64, max_length=64, corpus="large")
 RECIPES = {
-    "bert-mlm-nsp": dict(objective="mlm+nsp", preset="tiny", minutes=75, batch_size=64, max_length=64),
-    "bert-clm": dict(objective="clm", preset="tiny", minutes=30, batch_size=16, max_length=128, dropout=0.1),
-    "bert-mlm": dict(objective="mlm", preset="tiny", minutes=75, batch_size=64, max_length=64),
-    "bert-mlm-sop": dict(objective="mlm+sop", preset="tiny", minutes=75, batch_size=64, max_length=64),
+    "bert-mlm-nsp": dict(objective="mlm+nsp", **MLM_RECIPE),
+    "bert-clm": dict(objective="clm", preset="tiny", steps=30_000, batch_size=16, max_length=128, dropout=0.1,
+                     corpus="large"),
+    "bert-mlm": dict(objective="mlm", **MLM_RECIPE),
+    "bert-mlm-sop": dict(objective="mlm+sop", **MLM_RECIPE),
 }
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
@@ -71,16 +75,20 @@ def load_args(folder):
 
 
 @torch.no_grad()
-def score(folder):
+def score(folder, corpus=None):
     """Every held-out score of a checkpoint and its baselines, as percentages (perplexities as is).
     Rebuilds the run's held-out documents (same corpus, split and seed) with the checkpoint's own
-    tokenizer; masks and random negatives come from fixed seeds, so the result is the same each time."""
+    tokenizer; masks and random negatives come from fixed seeds, so the result is the same each time.
+    corpus: score on the held-out documents of another corpus instead (a load_corpus name), e.g. the
+    built-in one where the large corpus is not installed."""
     from transformers import AutoTokenizer
 
     from ..data.corpus import load_corpus, split_corpus
     from ..training.metrics import baselines, evaluate
     from ..training.trainer import build_examples, model_class
     args = load_args(folder)
+    if corpus is not None:
+        args = dataclasses.replace(args, corpus=corpus)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a pretraining checkpoint has no weights to miss here
@@ -118,6 +126,29 @@ def blank_scores(folder):
     from ..data.blanks import fill_blanks
     result = fill_blanks(pipeline("fill-mask", model=folder, device="cpu"))
     return {"blanks_top1": 100 * result["top1"], "blanks_top5": 100 * result["top5"]}, result["rows"]
+
+
+# everyday prompts for a causal checkpoint's card; its continuations are printed there as generated
+PROMPTS = ["She opened the door and", "After dinner we", "The little girl", "Every morning he",
+           "It was a cold night, and"]
+SAMPLING = dict(do_sample=True, top_k=40, temperature=0.8, max_new_tokens=25)  # seed 0 before each prompt
+
+
+@torch.no_grad()
+def continuations(folder, prompts=PROMPTS):
+    """What transformers' own generate writes after each prompt with a causal checkpoint: sampled with
+    SAMPLING, seed 0 before each prompt, so the card's lines come back the same on this machine."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder).eval()
+    texts = []
+    for prompt in prompts:
+        ids = tokenizer(prompt, return_tensors="pt")["input_ids"][:, :-1]  # [CLS] prompt, without the final [SEP]
+        torch.manual_seed(0)
+        out = model.generate(ids, attention_mask=torch.ones_like(ids), pad_token_id=tokenizer.pad_token_id,
+                             eos_token_id=tokenizer.sep_token_id, **SAMPLING)
+        texts.append(tokenizer.decode(out[0], skip_special_tokens=True))
+    return texts
 
 
 # ---- export: a run folder -> a checkpoint folder with its card ----
@@ -165,15 +196,17 @@ def export(run, dest, note=None):
         with open(os.path.join(tmp, "training_args.json"), "w") as f:
             json.dump(info, f, indent=2)
         scores = score(tmp)
-        blank_rows = None
+        blank_rows = texts = None
         if TASKS[result.args.objective] == "fill-mask":
             blanks, blank_rows = blank_scores(tmp)
             scores.update(blanks)
+        if TASKS[result.args.objective] == "text-generation":
+            texts = continuations(tmp)
         scores = {k: round(v, 2) if isinstance(v, float) else v for k, v in scores.items()}
         with open(os.path.join(tmp, "eval_results.json"), "w") as f:
             json.dump(scores, f, indent=2)
         with open(os.path.join(tmp, "README.md"), "w") as f:
-            f.write(card(name, result.args, info, scores, blank_rows, result.model.num_parameters(),
+            f.write(card(name, result.args, info, scores, blank_rows, texts, result.model.num_parameters(),
                          os.path.getsize(os.path.join(tmp, "model.safetensors"))))
     return scores
 
@@ -220,7 +253,19 @@ def corpus_description(args):
     return f"{args.corpus} ({size})", size
 
 
-def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
+def interval(key, scores, blank_rows):
+    """The 95% interval of a score that is a share of independent items (sentence pairs, blank
+    sentences), as "[low, high]"; "" for scores of tokens inside the same blocks."""
+    from ..training.metrics import proportion
+    n = {"nsp_accuracy": scores["examples"], "nsp_hard_accuracy": scores["examples"],
+         "sop_accuracy": scores["examples"]}.get(key) or (len(blank_rows) if key.startswith("blanks_") else 0)
+    if not n:
+        return ""
+    iv = proportion(round(scores[key] / 100 * n), n)
+    return f"[{100 * iv.low:.1f}, {100 * iv.high:.1f}]"
+
+
+def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
     import yaml
     task = TASKS[args.objective]
     metrics = [{"name": label, "type": key, "value": scores[key]} for key, label, _, _ in METRICS if key in scores]
@@ -232,7 +277,8 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
                             "type": f"minibert-{args.corpus or 'builtin'}",
                             "split": f"held-out {args.heldout:.0%} of documents, seed {args.seed}"},
                 "metrics": metrics}]}]}
-    rows = "\n".join(f"| {label} | {scores[key]:g} | " + (f"{scores[base]:g} ({what})" if base else "") + " |"
+    rows = "\n".join(f"| {label} | {scores[key]:g} | {interval(key, scores, blank_rows)} | "
+                     + (f"{scores[base]:g} ({what})" if base else "") + " |"
                      for key, label, base, what in METRICS if key in scores)
     size = f"{parameters / 1e6:.2f} M parameters, {weight_bytes / 1e6:.1f} MB of bfloat16 weights"
     use = {"fill-mask": f'pipeline("fill-mask", model="checkpoints/{name}")("The [MASK] was hot.")',
@@ -257,23 +303,34 @@ def card(name, args, info, scores, blank_rows, parameters, weight_bytes):
         + (f"; {info['note']}" if info.get("note") else ""),
         "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
         "## Held-out scores", "",
-        "| metric | this model | baseline |", "|---|---|---|", rows, "",
+        "| metric | this model | 95% interval | baseline |", "|---|---|---|---|", rows, "",
         f"Scored on {scores['examples']} held-out examples by `minibert.course.pretrained.score`; a test recomputes "
-        "them from the weights and fails if they drift from this card by more than half a point.", "",
+        "them from the weights and fails if they drift from this card by more than half a point. The intervals "
+        "are 95% bootstrap intervals of a share of sentence pairs or of blank sentences: the range a retrained "
+        "model's score should fall in (`make pretrained`).", "",
     ]
     if blank_rows:
         lines += ["## Everyday fill-in-the-blank sentences", "",
-                  f"{len(blank_rows)} sentences written for the course (`minibert.data.blanks`), none from the corpus. "
+                  f"{len(blank_rows)} sentences written for the course (`minibert.data.blanks`). None of them occurs in "
+                  "the training text: the corpus drops every sentence that contains one with an accepted word filled "
+                  "in, and `python -m minibert corpus large` checks it. "
                   "A sentence is filled when an accepted word is among the top 5 of "
                   "`pipeline(\"fill-mask\")`. Some of them:", "",
                   "| sentence | top 5 |", "|---|---|"]
         lines += [f"| {r['sentence']} | {', '.join(r['guesses'])} |" for r in blank_rows[:8]]
         lines += [""]
+    if texts:
+        settings = ", ".join(f"{k}={v}" for k, v in SAMPLING.items())
+        lines += ["## Continuations of everyday prompts", "",
+                  f"Written by transformers' `generate` ({settings}, `torch.manual_seed(0)` before each prompt; "
+                  "`minibert.course.pretrained.continuations`), unedited:", ""]
+        lines += [f"- {text}" for text in texts]
+        lines += [""]
     lines += [
         "## Intended use and limitations", "",
         "For teaching: to look inside a BERT that has learned something (fill-mask, attention, probes, "
         "generation) on a laptop CPU, in the notebooks of the course. Its training data is small "
-        f"({corpus_size}) and its training minutes long: it knows "
+        f"({corpus_size}) and its training short: it knows "
         "frequent words and local grammar, little about the world, and nothing about text unlike its corpus; "
         "expect wrong and repetitive outputs. Lowercased WordPiece vocabulary of "
         f"{args.vocab_size} tokens trained on the same documents. Not for any real application.", "",

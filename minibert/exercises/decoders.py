@@ -185,7 +185,7 @@ print(shift_labels(labels).tolist())
               "vector through cross-attention, not a pooled one."}),
     "q4": Question(
         "Section 2 gave three decoders the same 200 steps of next-token training: one from scratch, one "
-        "warm-started from 600 steps of masked LM, one from 75 minutes. Only the last ended far ahead. What "
+        "warm-started from 600 steps of masked LM, one from 50,000 steps. Only the last ended far ahead. What "
         "is a fair reading?",
         {"A": "warm-starting a decoder from a masked LM helps whatever the checkpoint: any amount of pretraining "
               "leaves something that next-token training can build on",
@@ -197,9 +197,9 @@ print(shift_labels(labels).tolist())
               "one trained from scratch"},
         "B",
         "the gain grows with what the checkpoint learned: none from 600 steps of masked LM, a large one "
-        "from 75 minutes, whose compute the decoder's step count does not show.",
+        "from 50,000 steps, whose compute the decoder's step count does not show.",
         {"A": "the decoder warm-started from the 600-step checkpoint gained nothing over the one from scratch.",
-         "C": "both warm starts end far below the unigram perplexity after training, and the 75-minute one far "
+         "C": "both warm starts end far below the unigram perplexity after training, and the 50,000-step one far "
               "ahead of the decoder from scratch: only their starting points were worse.",
          "D": "all three decoders have the same shape: every weight of the checkpoint is reused, none added."}),
     "q5": Question(

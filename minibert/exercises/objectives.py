@@ -95,8 +95,8 @@ QUIZ = {EX: {
          "D": "none of the three: the masked runs made more steps on more tokens, and the minutes differ too"},
         "D",
         "the live runs hold neither the steps nor the tokens, and their minutes are whatever each run took on a "
-        "shared machine; a comparison must say which budget it holds, and the shipped masked checkpoints hold wall "
-        "time (75 minutes each; bert-clm had 30).",
+        "shared machine; a comparison must say which budget it holds, and the shipped masked checkpoints hold the "
+        "steps and the tokens (50,000 steps of 64 x 64 each; bert-clm had fewer tokens).",
         {"A": "the causal run made 200 steps, the masked ones 600.",
          "B": "the masked runs saw six times as many tokens; scoring every position is what makes a causal step "
               "cost more, not what makes the token counts equal.",

