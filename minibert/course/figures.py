@@ -23,8 +23,8 @@ from .. import viz
 from ..data.collators import DECISIONS, MASKED, NOT_SELECTED, CausalLMCollator, MLMCollator
 from ..data.corpus import load_corpus, split_corpus
 from ..data.examples import make_nsp_examples, make_sop_examples
-from ..data.tokenizer import train_tokenizer
 from ..model.heads import BertForMaskedLM, BertForPreTraining
+from . import pretrained
 from .runs import course_run
 
 DPI = 100
@@ -48,7 +48,7 @@ class Course:
         torch.manual_seed(0)
         self.corpus = load_corpus()
         self.train_docs, self.heldout_docs = split_corpus(self.corpus)
-        self.tokenizer = train_tokenizer(self.train_docs, vocab_size=8000)
+        self.tokenizer = pretrained.tokenizer()  # the notebooks' and the checkpoints' own
 
     def ids(self, text):
         return self.tokenizer(text)["input_ids"]
@@ -70,7 +70,6 @@ class Course:
     @cached_property
     def shipped(self):
         """The shipped BERT (checkpoints/bert-mlm-nsp), pretrained for minutes rather than seconds."""
-        from . import pretrained
         return BertForPreTraining.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()
 
     @cached_property
@@ -194,7 +193,6 @@ def as_run(record):
 
 
 def top_k(course):
-    from . import pretrained
     model = BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
     candidates = model.fill_mask(course.tokenizer, FILL, top_k=8)
     return viz.plot_top_k(candidates, answer=["the", "africa"], panel_titles=[
