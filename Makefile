@@ -73,9 +73,10 @@ corpus: $(STAMP)
 	  'from minibert.data.corpus import PIP_PACKAGES as p; print(*p.values())')
 	$(BIN)/python -m minibert corpus large
 
-# Retrain and export the shipped checkpoints/ with the commands in their model cards: all of them side
-# by side, one thread each, as they were made (the minutes of each recipe in minibert/course/pretrained.py, then
-# scoring; not part of `make test`). Logs in runs/NAME.log. An interrupted run continues where it stopped.
+# Retrain and export the shipped checkpoints/ on the large corpus with the commands in their model cards:
+# all four side by side, one thread each (the steps of each recipe in minibert/course/pretrained.py, about
+# two and a half hours on two cores, then scoring; not part of `make test`). Logs in runs/NAME.log. An
+# interrupted run continues where it stopped.
 CHECKPOINTS = $(shell $(BIN)/python -c "from minibert.course.pretrained import RECIPES; print(*RECIPES)")
 pretrained: corpus
 	mkdir -p runs

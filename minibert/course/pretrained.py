@@ -305,9 +305,9 @@ def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
         "## Held-out scores", "",
         "| metric | this model | 95% interval | baseline |", "|---|---|---|---|", rows, "",
         f"Scored on {scores['examples']} held-out examples by `minibert.course.pretrained.score`; a test recomputes "
-        "them from the weights and fails if they drift from this card by more than half a point. The intervals "
-        "are 95% bootstrap intervals of a share of sentence pairs or of blank sentences: the range a retrained "
-        "model's score should fall in (`make pretrained`).", "",
+        "them from the weights and fails if they drift from this card by more than half a point (the held-out "
+        "scores where the corpus is installed: `make corpus`). The intervals are 95% bootstrap intervals over "
+        "the sentence pairs or the blank sentences: how much a score depends on which items were drawn.", "",
     ]
     if blank_rows:
         lines += ["## Everyday fill-in-the-blank sentences", "",
