@@ -4,10 +4,13 @@
     python benchmarks/train_step.py --bf16          # the same under bf16 autocast
     python benchmarks/train_step.py --vocab 8000 --steps 10
     python benchmarks/train_step.py --dropout 0     # without dropout, as the course's presets train
+    python benchmarks/train_step.py --shape tiny --threads 1   # the course's live runs on a laptop
+    ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 python benchmarks/train_step.py   # as without AVX-512
 
-Both models get the same config (4 layers, hidden 256, 4 heads, FFN 1024, dropout 0.1 unless
---dropout says otherwise), the same weights and the same batch (32 x 128 tokens, 15% masked, NSP
-labels). transformers runs with both of its attention implementations, "eager" (spelled out) and
+--shape mini (the default): BertForPreTraining, 4 layers, hidden 256, 4 heads, FFN 1024, dropout 0.1
+unless --dropout says otherwise, a batch of 32 x 128 tokens, 15% masked, NSP labels. --shape tiny: the
+course's live runs, BertForMaskedLM with the tiny preset (2 layers, hidden 128), vocab 8000, dropout 0,
+64 x 64 tokens. Both models get the same config, the same weights and the same batch. transformers runs with both of its attention implementations, "eager" (spelled out) and
 "sdpa" (PyTorch's fused kernel), since either may be the faster one on a given CPU and precision: the
 ratio is printed against each, and the row names the faster. Steps alternate between the models so
 that the noise of a shared machine hits all alike; the ratio of medians is the figure to read. Peak
@@ -30,26 +33,42 @@ import transformers  # noqa: E402
 
 import minibert  # noqa: E402
 
-SHAPE = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
-BATCH, LENGTH, MASKED = 32, 128, 0.15
+SHAPES = {  # name -> (model shape, batch, tokens, the class in both packages)
+    "mini": (dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024), 32, 128,
+             "BertForPreTraining"),
+    "tiny": (dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512), 64, 64,
+             "BertForMaskedLM"),
+    "base": (dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072), 128, 128,
+             "BertForPreTraining"),  # bert-base on a GPU: benchmarks/gpu_check.py
+}
+SHAPE, (BATCH, LENGTH, MODEL), MASKED = dict(SHAPES["mini"][0]), SHAPES["mini"][1:], 0.15
+
+
+def use_shape(name, dropout):
+    """Benchmark this shape from now on (also in the fresh processes of peak_rss_mb)."""
+    global BATCH, LENGTH, MODEL
+    SHAPE.clear()
+    SHAPE.update(SHAPES[name][0], hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    BATCH, LENGTH, MODEL = SHAPES[name][1:]
 
 
 ATTENTION = ("eager", "sdpa")  # transformers' attention implementations that run on a CPU
+DEVICE = torch.device("cpu")  # benchmarks/gpu_check.py sets cuda
 
 
 def make_models(vocab):
     """minibert's model and one transformers model per attention implementation, all with one set of weights."""
     torch.manual_seed(0)
-    theirs = {impl: transformers.BertForPreTraining(transformers.BertConfig(vocab_size=vocab, attn_implementation=impl,
-                                                                            **SHAPE)) for impl in ATTENTION}
+    theirs = {impl: getattr(transformers, MODEL)(transformers.BertConfig(vocab_size=vocab, attn_implementation=impl,
+                                                                         **SHAPE)) for impl in ATTENTION}
     reference = theirs[ATTENTION[0]].state_dict()
     for model in theirs.values():
         model.load_state_dict(reference)
-    ours = minibert.BertForPreTraining(minibert.BertConfig(vocab_size=vocab, **SHAPE))
+    ours = getattr(minibert, MODEL)(minibert.BertConfig(vocab_size=vocab, **SHAPE))
     missing, unexpected = ours.load_state_dict(reference, strict=False)
     assert not [k for k in missing if k != "cls.predictions.decoder.weight"] and not [
         k for k in unexpected if "decoder.bias" not in k], (missing, unexpected)
-    return ours, theirs
+    return ours.to(DEVICE), {impl: model.to(DEVICE) for impl, model in theirs.items()}
 
 
 def make_batch(vocab):
@@ -60,8 +79,10 @@ def make_batch(vocab):
     chosen = torch.rand(ids.shape, generator=g) < MASKED
     labels = torch.where(chosen, ids, -100)
     ids = ids.masked_fill(chosen, 4)
-    return dict(input_ids=ids, token_type_ids=token_type_ids, attention_mask=torch.ones_like(ids),
-                labels=labels, next_sentence_label=torch.randint(0, 2, (BATCH,), generator=g))
+    batch = dict(input_ids=ids, token_type_ids=token_type_ids, attention_mask=torch.ones_like(ids), labels=labels)
+    if MODEL == "BertForPreTraining":
+        batch["next_sentence_label"] = torch.randint(0, 2, (BATCH,), generator=g)
+    return {k: v.to(DEVICE) for k, v in batch.items()}
 
 
 def stepper(model, batch, bf16, ours):
@@ -70,13 +91,13 @@ def stepper(model, batch, bf16, ours):
     extra = dict(masked_only=True) if ours else {}
 
     def step():
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=bf16):
             loss = model(**batch, **extra).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        return loss.item()
+        return loss.item()  # waits for the device: a step is timed whole
     return step
 
 
@@ -100,7 +121,8 @@ def step_flops(vocab):
     per_token_layer = 4 * C * C + 2 * C * F + 2 * LENGTH * C  # projections, FFN, scores and mix
     last_layer = 2 * C * C + read * (per_token_layer - 2 * C * C)
     head = MASKED * T * (C * C + C * vocab)
-    return 6 * ((L - 1) * T * per_token_layer + T * last_layer + head + BATCH * C * C)
+    pooler = BATCH * C * C if MODEL == "BertForPreTraining" else 0
+    return 6 * ((L - 1) * T * per_token_layer + T * last_layer + head + pooler)
 
 
 def peak_rss_mb(which, vocab, bf16):
@@ -108,14 +130,16 @@ def peak_rss_mb(which, vocab, bf16):
     resident set size (sampled every millisecond) above what the process held after its imports.
     which: "minibert", or an attention implementation of transformers."""
     ours = which == "minibert"
-    build = (f"minibert.BertForPreTraining(minibert.BertConfig(vocab_size={vocab}, **{SHAPE!r}))" if ours else
-             f"transformers.BertForPreTraining(transformers.BertConfig(vocab_size={vocab}, "
+    build = (f"minibert.{MODEL}(minibert.BertConfig(vocab_size={vocab}, **{SHAPE!r}))" if ours else
+             f"transformers.{MODEL}(transformers.BertConfig(vocab_size={vocab}, "
              f"attn_implementation={which!r}, **{SHAPE!r}))")
     code = f"""
 import sys, threading, time, psutil
 sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
 import train_step as b
 from train_step import minibert, transformers
+b.SHAPE.update({SHAPE!r}); b.BATCH, b.LENGTH, b.MODEL = {BATCH}, {LENGTH}, {MODEL!r}
+b.torch.set_num_threads({torch.get_num_threads()})
 process, peak, running = psutil.Process(), [0], [True]
 def sample():
     while running[0]:
@@ -177,18 +201,30 @@ def bench(vocab, steps, bf16):
                 rss_transformers_mb=peak_rss_mb(fastest, vocab, bf16))
 
 
+def cpu_name():
+    from minibert.course.pretrained import machine
+    return machine()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--vocab", type=int, nargs="+", default=[8000, 30522])
+    parser.add_argument("--shape", choices=SHAPES, default="mini")
+    parser.add_argument("--vocab", type=int, nargs="+", help="default: 8000 and 30522 (mini), 8000 (tiny)")
+    parser.add_argument("--threads", type=int, help="torch threads (default: PyTorch's, one per core)")
     parser.add_argument("--steps", type=int, default=15)
     parser.add_argument("--bf16", action="store_true", help="run both under bf16 autocast")
-    parser.add_argument("--dropout", type=float, default=0.1,
-                        help="dropout of both models: 0.1 as in BERT, 0 as in the course's presets")
+    parser.add_argument("--dropout", type=float,
+                        help="dropout of both models: 0.1 as in BERT (the default for mini), 0 as in the course's presets "
+                             "(the default for tiny)")
     parser.add_argument("--json", help="also write the rows to this file")
     args = parser.parse_args()
-    SHAPE.update(hidden_dropout_prob=args.dropout, attention_probs_dropout_prob=args.dropout)
-    print(f"torch {torch.__version__}, transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
-          f"batch {BATCH}x{LENGTH}, {SHAPE}")
+    use_shape(args.shape, args.dropout if args.dropout is not None else (0.1 if args.shape == "mini" else 0.0))
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    args.vocab = args.vocab or ([8000, 30522] if args.shape == "mini" else [8000])
+    print(f"{cpu_name()}, {torch.backends.cpu.get_cpu_capability()} kernels, "
+          f"transformers {transformers.__version__}, {torch.get_num_threads()} threads; "
+          f"{MODEL}, batch {BATCH}x{LENGTH}, {SHAPE}")
     header = (f"{'vocab':>6} {'dtype':>5} {'minibert s':>10} {'eager s':>8} {'sdpa s':>7} {'vs eager':>8} "
               f"{'vs sdpa':>7} {'faster tf':>9} {'peak share':>10} {'RSS mini MB':>11} {'RSS tf MB':>9} "
               f"{'loss mini':>9} {'loss tf':>9}")

@@ -90,6 +90,39 @@ def entry_lock(path):
     return os.path.join(parent, f".{name}.lock")
 
 
+class RunInUse(RuntimeError):
+    """Another process is training this run folder."""
+
+
+@contextlib.contextmanager
+def training_lock(path, wait=False):
+    """Hold a run folder for one training process: an exclusive flock on `.NAME.training` beside it, which
+    names the process that holds it. Another training of the same folder (a second run, or a --resume
+    while the first still saves) is refused with that process's id, so that weights and state always come
+    from one save; wait=True waits for it to finish instead. Where no lock file can be made (a read-only
+    folder) nothing can be saved either, and training goes ahead unlocked."""
+    parent, name = os.path.split(os.path.abspath(path))
+    lock = os.path.join(parent, f".{name}.training")
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise RunInUse(f"{path!r} is being trained by process {holder} on this machine: one process trains a "
+                           "run folder at a time. Wait for it to finish (then --resume, or read the run), or "
+                           "train into another folder") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 def writable(folder):
     """Whether results can be saved in a cache folder; if not, say that they will be computed only."""
     if os.access(folder, os.W_OK | os.X_OK):

@@ -46,8 +46,15 @@ def cmd_pretrain(a):
     from .training.trainer import pretrain
     given = {k: getattr(a, k) for k in TRAIN_OPTIONS if getattr(a, k) is not None}  # the rest: TrainArgs' defaults
     preset = a.preset or (None if a.resume else "mini")  # the command line's default preset is larger
+    tokenizer = None
+    if a.tokenizer and not a.resume:  # a resumed run reads its own, saved beside its weights
+        from transformers import AutoTokenizer
+        if not os.path.isfile(os.path.join(a.tokenizer, "tokenizer.json")):
+            raise ValueError(f"--tokenizer {a.tokenizer!r} is not a folder with a tokenizer.json (a checkpoint "
+                             "folder, e.g. checkpoints/bert-mlm)")
+        tokenizer = AutoTokenizer.from_pretrained(a.tokenizer)
     result = pretrain(a.objective, preset, out=a.out, resume=a.resume, save_every=a.save_every,
-                      bf16=a.bf16, **given)
+                      bf16=a.bf16, tokenizer=tokenizer, **given)
     print(f"saved to {a.out} after {result.history[-1]['step']} steps: {result.report()}")
 
 
@@ -182,6 +189,8 @@ def parser():
     p.add_argument("--corpus", help="a text file, folder or dataset, or large (needs `make corpus`) "
                                     "(default: built-in Wikipedia + news)")
     p.add_argument("--eval-every", type=int, help="steps between evaluations (default: 5 per run)")
+    p.add_argument("--tokenizer", help="train with the tokenizer of this folder (a checkpoint's) instead of "
+                   "training one on the corpus")
     p.add_argument("--seed", type=int, help=f"(default {TrainArgs.seed})")
     p.set_defaults(run=cmd_pretrain)
     p = sub.add_parser("eval", help="held-out metrics of a saved run, beside their baselines")
@@ -222,10 +231,11 @@ def parser():
 
 
 def main(argv=None):
+    from .cache import RunInUse
     args = parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError, PermissionError) as e:
+    except (ValueError, FileNotFoundError, PermissionError, RunInUse) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

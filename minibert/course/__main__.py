@@ -3,6 +3,7 @@
     python -m minibert.course student build/student   # exercises without solutions (make student)
     python -m minibert.course site build/site         # static HTML of the executed notebooks (make site)
     python -m minibert.course prose [NOTEBOOK ...]    # words and quoted numbers of each lesson's prose
+    python -m minibert.course robustness [SETTING ...] [--notebooks NN ...]   # every assertion's margin
 """
 
 import os
@@ -16,6 +17,9 @@ def main(argv=None):
     if argv in (["-h"], ["--help"]):
         print(__doc__)
         return 0
+    if argv[:1] == ["robustness"]:
+        from .robustness import main as robustness
+        return robustness(argv[1:])
     if argv[:1] == ["prose"]:
         print(prose_report(argv[1:] or notebook_paths()))
         return 0

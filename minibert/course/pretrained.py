@@ -31,6 +31,15 @@ RECIPES = {
     "bert-mlm": dict(objective="mlm", **MLM_RECIPE),
     "bert-mlm-sop": dict(objective="mlm+sop", **MLM_RECIPE),
 }
+# Checkpoints being trained (over several sessions, resumed), not shipped yet: `python -m
+# minibert.course.pretrained NAME` trains and exports them like the others; once their folder is committed
+# they move to RECIPES. The mini preset (4 layers, width 256) with the tiny ones' tokenizer, for the
+# lessons that show what a trained model does; evaluated often, so that its learning curve can be read
+# beside the tiny one's (docs/experiments.md).
+IN_TRAINING = {
+    "bert-mini-mlm-nsp": dict(objective="mlm+nsp", **{**MLM_RECIPE, "preset": "mini", "steps": 60_000},
+                              eval_every=2000, tokenizer="bert-mlm"),
+}
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
     "nsp": "text-classification", "sop": "text-classification",
@@ -39,7 +48,7 @@ TASKS = {  # objective -> the pipeline tag of its card
 
 def path(name):
     """The folder of a shipped checkpoint: checkpoints/<name> beside the package."""
-    if name not in RECIPES:
+    if name not in RECIPES and name not in IN_TRAINING:
         raise ValueError(f"no shipped checkpoint {name!r}; they are {', '.join(RECIPES)}")
     return os.path.join(CHECKPOINTS, name)
 
@@ -59,8 +68,11 @@ def model_class_of(name):
 
 def command(name, out=None, settings=None):
     """The command line that trains a checkpoint's run (from its recipe, or from the given settings)."""
+    settings = dict(settings or {**RECIPES, **IN_TRAINING}[name])
+    if "tokenizer" in settings:  # a shipped checkpoint's name: its folder, from the repository's root
+        settings["tokenizer"] = os.path.join("checkpoints", settings["tokenizer"])
     options = " ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
-                       for k, v in (settings or RECIPES[name]).items() if v is not None)
+                       for k, v in settings.items() if v is not None)
     return f"python -m minibert pretrain {options} --out {out or os.path.join('runs', name)}"
 
 
@@ -343,8 +355,10 @@ def command_of(name, args, info):
     """The command that trained this run, with the options of its recipe (all of the run's settings
     that differ from the defaults, for a checkpoint outside RECIPES)."""
     from ..training.trainer import TrainArgs
-    keys = list(RECIPES[name]) if name in RECIPES else [
-        f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
+    recipes = {**RECIPES, **IN_TRAINING}
+    if name in recipes:
+        return command(name, settings={k: v if k == "tokenizer" else getattr(args, k) for k, v in recipes[name].items()})
+    keys = [f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
     return command(name, settings={k: getattr(args, k) for k in keys})
 
 
@@ -395,7 +409,10 @@ def main(names, note=None):
         run = os.path.join("runs", name)
         resume = os.path.isfile(os.path.join(run, STATE_FILE))  # then continue it exactly where it stopped
         print("$", command(name, run), "--resume" if resume else "", flush=True)
-        recipe = dict(RECIPES[name])
+        recipe = dict({**RECIPES, **IN_TRAINING}[name])
+        if "tokenizer" in recipe:  # another checkpoint's: every shipped checkpoint counts the same tokens
+            from transformers import AutoTokenizer
+            recipe["tokenizer"] = None if resume else AutoTokenizer.from_pretrained(path(recipe["tokenizer"]))
         pretrain(recipe.pop("objective"), recipe.pop("preset"), out=run, resume=resume, save_every=SAVE_EVERY,
                  **recipe)
         scores = export(run, path(name), note)
@@ -411,7 +428,7 @@ if __name__ == "__main__":
     parser.add_argument("--table", action="store_true", help="print the README's table of the shipped checkpoints")
     parser.add_argument("--side-by-side", action="store_true", help="say in the cards that the runs shared the cores")
     a = parser.parse_args()
-    unknown = [name for name in a.names if name not in RECIPES]
+    unknown = [name for name in a.names if name not in RECIPES and name not in IN_TRAINING]
     if unknown:
         parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join(RECIPES)}")
     if a.table:

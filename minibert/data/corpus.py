@@ -23,12 +23,17 @@ SOURCES = ("wiki", "lee")
 
 
 class Corpus(list):
-    """A list of documents, each a list of sentences, that also knows each document's title."""
+    """A list of documents, each a list of sentences, that also knows each document's title. weights: how
+    often each document is read in training (2: twice, 1/3: one document of three, by order), applied by
+    split_corpus to the training side only, so that a reweighted corpus keeps the same held-out documents."""
 
-    def __init__(self, documents, titles=None, name=""):
+    def __init__(self, documents, titles=None, name="", weights=None):
         super().__init__(documents)
         self.titles = list(titles) if titles is not None else [f"document {i}" for i in range(len(documents))]
         self.name = name
+        self.weights = list(weights) if weights is not None else None
+        if self.weights is not None and (len(self.weights) != len(self) or not all(w >= 0 for w in self.weights)):
+            raise ValueError(f"a corpus needs one weight >= 0 per document; got {len(self.weights)} for {len(self)}")
 
     def stats(self):
         sentences = [s for doc in self for s in doc]
@@ -162,6 +167,8 @@ def load_corpus(name_or_path=None, text_column="text", split="train", cache=True
       "wiki" / "lee"      one of the two
       "large"             4.8M words of stories, dictionary examples, speeches and Wikipedia, for the
                           shipped checkpoints (needs `make corpus`: see load_large)
+      "large-narrative"   the same documents, with stories and examples read twice in training and a
+                          third of the Bible chapters (LARGE_MIXES); the same held-out documents
       a text file         one sentence per line, blank lines between documents (or a folder of them)
       a saved dataset     a folder written by datasets' save_to_disk, or a datasets.Dataset object
       anything else       a Hugging Face datasets name (needs the network once)
@@ -170,8 +177,8 @@ def load_corpus(name_or_path=None, text_column="text", split="train", cache=True
         return load_builtin(SOURCES, cache)
     if name_or_path in SOURCES:
         return load_builtin((name_or_path,), cache)
-    if name_or_path == "large":
-        return load_large(cache)
+    if name_or_path in LARGE_MIXES:
+        return load_large(cache, mix=name_or_path)
     if hasattr(name_or_path, "column_names"):  # a datasets.Dataset
         return finish(read_dataset(name_or_path, text_column), None, "dataset")
     path = os.fspath(name_or_path)
@@ -219,11 +226,11 @@ def load_builtin(sources, cache):
     return Corpus(documents, titles, name)
 
 
-def save_documents(path, documents, titles):
+def save_documents(path, documents, titles, **more):
     """Cache a corpus as gzipped JSON, whole or not at all."""
     with atomic_file(path) as tmp:
         with gzip.open(tmp, "wt", encoding="utf-8") as f:
-            json.dump({"documents": documents, "titles": titles}, f)
+            json.dump({"documents": documents, "titles": titles, **more}, f)
 
 
 def split_corpus(corpus, heldout=0.1, seed=0):
@@ -238,9 +245,22 @@ def split_corpus(corpus, heldout=0.1, seed=0):
     held = set(order[:n_held])
     titles = getattr(corpus, "titles", None) or [None] * len(corpus)
     name = getattr(corpus, "name", "")
-    pick = lambda keep: Corpus([corpus[i] for i in range(len(corpus)) if (i in held) == keep],  # noqa: E731
-                               [titles[i] for i in range(len(corpus)) if (i in held) == keep], name)
-    return pick(False), pick(True)
+    train = [i for i in range(len(corpus)) if i not in held]
+    weights = getattr(corpus, "weights", None)
+    if weights is not None:
+        train = [i for i, times in zip(train, repetitions([weights[i] for i in train])) for _ in range(times)]
+    heldout = [i for i in range(len(corpus)) if i in held]
+    return (Corpus([corpus[i] for i in train], [titles[i] for i in train], name),
+            Corpus([corpus[i] for i in heldout], [titles[i] for i in heldout], name))
+
+
+def repetitions(weights):
+    """Whole repetitions for fractional weights, by running sum: [1/3] * 6 -> 0, 0, 1, 0, 0, 1; [2] -> 2."""
+    times, total = [], 0.0
+    for w in weights:
+        times.append(round(total + w) - round(total))  # rounding the running sum keeps the share exact
+        total += w
+    return times
 
 
 # ---- the large corpus of the shipped checkpoints: read from packages that `make corpus` installs ----
@@ -384,7 +404,15 @@ def without_blanks(documents, filled):
     return kept, dropped
 
 
-def load_large(cache=True):
+# The mixes of the large corpus: a source's weight is how often its training documents are read (split_corpus
+# keeps the held-out documents of every mix the same). docs/experiments.md compares them.
+LARGE_MIXES = {
+    "large": {},
+    "large-narrative": {"gutenberg": 2, "wordnet": 2, "bbe": 1 / 3},
+}
+
+
+def load_large(cache=True, mix="large"):
     """The large corpus: four million words of everyday English, for the shipped checkpoints.
 
     The course's live runs keep the built-in corpus (it ships inside gensim's wheel, so they need nothing
@@ -421,14 +449,17 @@ def load_large(cache=True):
     if cache and os.path.exists(path):
         with gzip.open(path, "rt", encoding="utf-8") as f:
             data = json.load(f)
-        return Corpus(data["documents"], data["titles"], "large")
-    documents, titles = [], []
-    for source, docs, names, _ in read_large_sources():
-        documents += docs
-        titles += names
-    if cache:
-        save_documents(path, documents, titles)
-    return Corpus(documents, titles, "large")
+        documents, titles, sources = data["documents"], data["titles"], data["sources"]
+    else:
+        documents, titles, sources = [], [], []
+        for source, docs, names, _ in read_large_sources():
+            documents += docs
+            titles += names
+            sources += [source] * len(docs)
+        if cache:
+            save_documents(path, documents, titles, sources=sources)
+    weights = [LARGE_MIXES[mix].get(source, 1) for source in sources] if LARGE_MIXES[mix] else None
+    return Corpus(documents, titles, mix, weights)
 
 
 def read_large_sources():

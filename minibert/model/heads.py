@@ -137,14 +137,46 @@ def mlm_fields(logits, masked, name="logits"):
 
 
 def encode_text(tokenizer, text_a, text_b=None, device=None, drop_final_sep=False):
-    """Tokenize raw text as BERT does ([CLS] A [SEP] (B [SEP])). For next-token prediction the final
-    [SEP] must go, or the model would predict what follows the end marker: drop_final_sep pads the rows
-    on the left, so that each ends with its [SEP], and drops that last column. The result is a batch of
-    prompts that generate continues."""
+    """Tokenize raw text as BERT does ([CLS] A [SEP] (B [SEP])): a text or a list of texts (one row
+    each), refusing an empty one and warning when the tokenizer cannot read most of a text. For
+    next-token prediction the final [SEP] must go, or the model would predict what follows the end
+    marker: drop_final_sep pads the rows on the left, so that each ends with its [SEP], and drops that
+    last column. The result is a batch of prompts that generate continues."""
+    for name, texts in (("text_a", text_a), ("text_b", text_b)):
+        for i, text in enumerate([texts] if isinstance(texts, str) or texts is None else texts):
+            if texts is not None and (not isinstance(text, str) or not text.strip()):
+                where = name if isinstance(texts, str) else f"{name}[{i}]"
+                raise ValueError(f"{where} is {'empty' if isinstance(text, str) else type(text).__name__}: "
+                                 "give a sentence to read")
     side = dict(padding_side="left") if drop_final_sep else {}
     enc = tokenizer(text_a, text_b, return_tensors="pt", padding=True, return_token_type_ids=True, **side)
+    warn_if_unreadable(tokenizer, enc)
     keep = slice(None, -1) if drop_final_sep else slice(None)
     return {k: v[:, keep].to(device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+
+
+UNREADABLE = 0.5  # the share of a text's tokens that are [UNK] above which its answers say nothing
+
+
+def warn_if_unreadable(tokenizer, enc):
+    """Warn about each text (each segment of each row) whose tokens are mostly [UNK], as text in a script
+    the vocabulary lacks is: a model answers it as confidently as any other, but from nothing."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None:
+        return
+    special = set(getattr(tokenizer, "all_special_ids", [])) - {unk}
+    segments = enc.get("token_type_ids", torch.zeros_like(enc["input_ids"]))
+    for row, (ids, mask, segment) in enumerate(zip(*(enc[k].tolist() for k in ("input_ids", "attention_mask")),
+                                                   segments.tolist())):
+        for part in sorted(set(segment)):
+            words = [t for t, m, s in zip(ids, mask, segment) if m and s == part and t not in special]
+            pieces = tokenizer.convert_ids_to_tokens(words) if words else []
+            unread = sum(t == unk or (len(p.lstrip("#")) == 1 and not p.isascii()) for t, p in zip(words, pieces))
+            if words and unread / len(words) > UNREADABLE:
+                name = ("text_a", "text_b")[part] + (f" of row {row}" if len(segments) > 1 else "")
+                warnings.warn(f"{unread} of the {len(words)} tokens of {name} are {tokenizer.unk_token} or single "
+                              "letters of another script: the tokenizer cannot read it (its vocabulary has no words "
+                              "of that script), so the model's answer says nothing about that text", stacklevel=3)
 
 
 class BertForMaskedLM(BertPreTrainedModel):
@@ -186,18 +218,28 @@ class BertForMaskedLM(BertPreTrainedModel):
 
     @torch.no_grad()
     def fill_mask(self, tokenizer, text, top_k=5):
-        """For each [MASK] in text, the top_k (token, probability) pairs, most likely first."""
-        enc = encode_text(tokenizer, text, device=self.device)
-        positions = (enc["input_ids"][0] == tokenizer.mask_token_id).nonzero().flatten()
-        if not len(positions):
-            raise ValueError(f"fill_mask needs at least one {tokenizer.mask_token} in the text: {text!r}")
+        """For each [MASK] in text, the top_k (token, probability) pairs, most likely first. A list of
+        texts gets one such answer per text, in order, as transformers' fill-mask pipeline does."""
         if not isinstance(top_k, Integral) or not 1 <= top_k <= self.config.vocab_size:
             raise ValueError(f"top_k must be a whole number from 1 to the vocabulary size "
                              f"({self.config.vocab_size}), got {top_k!r}")
-        probs = self(**enc).logits[0, positions].softmax(-1)  # (M, V)
-        top = probs.topk(top_k, dim=-1)
-        return [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids)]
-                for ps, ids in zip(top.values, top.indices)]
+        texts = [text] if isinstance(text, str) else list(text)
+        if not texts:
+            raise ValueError("fill_mask got an empty list of texts")
+        enc = encode_text(tokenizer, texts, device=self.device)
+        is_mask = enc["input_ids"] == tokenizer.mask_token_id  # (B, T)
+        for i, row in enumerate(is_mask):
+            if not row.any():
+                where = "the text" if isinstance(text, str) else f"text {i} of the list"
+                raise ValueError(f"fill_mask needs at least one {tokenizer.mask_token} in {where}: {texts[i]!r}")
+        top = self(**enc).logits[is_mask].softmax(-1).topk(top_k, dim=-1)  # (M, k) over all masks, row by row
+        answers = [[(tokenizer.convert_ids_to_tokens(int(i)), float(p)) for p, i in zip(ps, ids)]
+                   for ps, ids in zip(top.values, top.indices)]
+        per_text, start = [], 0
+        for count in is_mask.sum(1).tolist():
+            per_text.append(answers[start:start + count])
+            start += count
+        return per_text[0] if isinstance(text, str) else per_text
 
 
 class BertForNextSentencePrediction(BertPreTrainedModel):

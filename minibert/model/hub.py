@@ -6,6 +6,7 @@ replaces it in one rename, so a crash never leaves half a checkpoint behind.
 
 import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
@@ -62,9 +63,20 @@ def atomic_folder(path, carry_over=True):
                     shutil.rmtree(old)
                 else:
                     os.rename(tmp, path)
-        except BaseException:
+        except BaseException as e:
             shutil.rmtree(tmp, ignore_errors=True)
+            if disk_full(e):
+                kept = "what was there before is intact" if os.path.isdir(path) else "nothing is left behind"
+                raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
+                                            "free some space and save again") from e
             raise
+
+
+def disk_full(error):
+    """Is this the failure of a write to a full disk? Python says ENOSPC; torch, "unexpected pos"; safetensors
+    raises its own SafetensorError with "No space left on device (os error 28)"."""
+    return getattr(error, "errno", None) == errno.ENOSPC or any(
+        sign in str(error) for sign in ("unexpected pos", "No space left", "os error 28"))
 
 
 def recover_interrupted_saves(parent, name):

@@ -22,13 +22,13 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from ..cache import TRAINING_CODE, fingerprint
+from ..cache import TRAINING_CODE, fingerprint, training_lock
 from ..data.corpus import load_corpus, split_corpus
 from ..data.examples import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
 from ..data.tokenizer import train_tokenizer
 from ..model import heads
 from ..model.config import BertConfig
-from ..model.hub import atomic_folder, write_weights
+from ..model.hub import atomic_folder, disk_full, write_weights
 from .metrics import baselines, evaluate, format_metrics, target_tokens
 from .objectives import check_objective, make_collator, model_inputs
 
@@ -164,9 +164,17 @@ def bf16_is_native(device):
         return torch.cuda.is_bf16_supported()
     if device.type == "cpu":
         cpu = torch.cpu
-        return any(getattr(cpu, check, lambda: False)() for check in ("_is_avx512_bf16_supported",
-                                                                       "_is_amx_tile_supported"))
+        has = any(getattr(cpu, check, lambda: False)() for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+        return has and avx512_kernels()
     return False
+
+
+def avx512_kernels():
+    """Do PyTorch and oneDNN use their AVX-512 kernels? ATEN_CPU_CAPABILITY=avx2 and ONEDNN_MAX_CPU_ISA=AVX2
+    make an AVX-512 machine run as a laptop without it does, bf16 included (converted in software)."""
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL").upper()
+    capped = isa not in ("ALL", "DEFAULT") and not isa.startswith(("AVX512_CORE_BF16", "AVX512_CORE_AMX", "AVX10"))
+    return torch.backends.cpu.get_cpu_capability().startswith("AVX512") and not capped
 
 
 def resolve_bf16(requested, device, verbose=True):
@@ -379,12 +387,12 @@ class Trainer:
 
 @contextlib.contextmanager
 def disk_full_named(path, saved_step):
-    """A save that runs out of disk space fails inside torch or safetensors with a message about
-    positions or bytes; say what happened, and that the checkpoint already there is untouched."""
+    """A save that runs out of disk space (hub.disk_full: torch, safetensors and Python each say it their
+    own way): say what happened, and that the checkpoint already there is untouched."""
     try:
         yield
-    except (OSError, RuntimeError) as e:
-        if getattr(e, "errno", None) == errno.ENOSPC or "unexpected pos" in str(e) or "No space left" in str(e):
+    except Exception as e:
+        if disk_full(e):
             kept = (f"the checkpoint of step {saved_step} in {path!r} is intact" if saved_step
                     else "nothing had been saved yet")
             raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
@@ -437,6 +445,17 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
     """
     if resume and reuse:
         raise ValueError("choose resume (continue a run) or reuse (load a finished one), not both")
+    if out is None or int(os.environ.get("RANK", "0")) != 0:  # under torchrun, process 0 holds the folder
+        return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
+                         progress, verbose, callback, kwargs)
+    with training_lock(check_out(out, resume), wait=reuse):  # reuse waits for a run that is being trained
+        return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
+                         progress, verbose, callback, kwargs)
+
+
+def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every, progress, verbose,
+              callback, kwargs):
+    """pretrain's body, with `out` held by this process: weights and state are read from one save."""
     if isinstance(corpus, (str, os.PathLike)):  # a name or path: recorded, so `eval` can rebuild the data
         kwargs["corpus"], corpus = os.fspath(corpus), None
     if isinstance(kwargs.get("corpus"), str) and os.path.exists(kwargs["corpus"]):

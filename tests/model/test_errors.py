@@ -5,6 +5,7 @@ config is refused. (Bad documents, tokenizer settings and batches: tests/data/te
 import json
 import os
 import re
+import warnings
 
 import pytest
 import torch
@@ -244,3 +245,55 @@ def test_saving_where_a_file_stands_is_refused(tmp_path):
     with pytest.raises(ValueError, match="a file of that name is in the way"):
         minibert.BertModel(minibert.BertConfig(**CONFIGS["gelu"])).save_pretrained(tmp_path / "ckpt")
     assert (tmp_path / "ckpt").read_text() == "not a folder"
+
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """The folder of the shipped masked LM with NSP, its two heads and its tokenizer: a model that reads English."""
+    from minibert.course import pretrained
+    folder = pretrained.path("bert-mlm-nsp")
+    return (folder, minibert.BertForMaskedLM.from_pretrained(folder).eval(),
+            minibert.BertForNextSentencePrediction.from_pretrained(folder).eval(),
+            transformers.AutoTokenizer.from_pretrained(folder))
+
+
+def test_fill_mask_answers_every_text_of_a_list_as_the_pipeline_does(shipped):
+    folder, mlm, _, tokenizer = shipped
+    texts = ["The [MASK] barks loudly.", "He drank a cup of [MASK].", "The [MASK] sat on the [MASK]."]
+    answers = mlm.fill_mask(tokenizer, texts, top_k=2)
+    assert [len(a) for a in answers] == [1, 1, 2]  # one answer per text, one list of guesses per [MASK]
+    assert answers == [mlm.fill_mask(tokenizer, t, top_k=2) for t in texts]  # as if asked one by one
+    theirs = transformers.pipeline("fill-mask", model=folder, device="cpu")(texts[:2], top_k=2)
+    assert [[token for token, _ in a[0]] for a in answers[:2]] == [[g["token_str"] for g in t] for t in theirs]
+
+
+def test_fill_mask_names_the_text_of_a_list_that_has_no_mask(shipped):
+    _, mlm, _, tokenizer = shipped
+    with pytest.raises(ValueError, match=r"\[MASK\] in text 0 of the list: 'No mask here.'"):
+        mlm.fill_mask(tokenizer, ["No mask here.", "He drank a cup of [MASK]."])
+    with pytest.raises(ValueError, match="empty list"):
+        mlm.fill_mask(tokenizer, [])
+
+
+def test_an_empty_sentence_is_refused_by_every_text_helper(shipped):
+    _, mlm, nsp, tokenizer = shipped
+    with pytest.raises(ValueError, match="text_b is empty"):
+        nsp.predict_proba_from_text(tokenizer, "It rained all day.", "")
+    with pytest.raises(ValueError, match="text_a is empty"):
+        nsp.predict_proba_from_text(tokenizer, "  ", "The streets were flooded.")
+    with pytest.raises(ValueError, match=r"text_a\[1\] is empty"):
+        mlm.fill_mask(tokenizer, ["The [MASK] barks.", ""])
+
+
+@pytest.mark.parametrize("text", ["他喝了一杯[MASK]。", "彼は[MASK]を飲んだ。", "شرب كوبا من [MASK].",
+                                  "Ο άντρας ήπιε [MASK]."])  # [UNK] (Chinese, Japanese) or letter by letter
+def test_text_the_tokenizer_cannot_read_gets_a_warning_not_a_confident_answer(shipped, text):
+    _, mlm, nsp, tokenizer = shipped
+    with pytest.warns(UserWarning, match=r"are \[UNK\] or single letters of another script: the tokenizer cannot"):
+        mlm.fill_mask(tokenizer, text)
+    with pytest.warns(UserWarning, match="cannot read it"):
+        nsp.predict_proba_from_text(tokenizer, text.replace("[MASK]", ""), "The streets were flooded.")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # English gets no warning
+        mlm.fill_mask(tokenizer, "He drank a cup of [MASK].")

@@ -95,18 +95,59 @@ def test_a_run_cannot_save_over_an_exported_checkpoint(small, finished, tmp_path
         run(small, tmp_path / "card")
 
 
-def test_a_full_disk_is_named_and_the_last_checkpoint_kept(small, tmp_path, monkeypatch):
-    out = tmp_path / "run"
-    run(small, out, steps=2)
-    before = (out / "model.safetensors").read_bytes()
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 8 MB file system (tmpfs) at tmp_path/disk, where the test may mount one (as root); else skipped."""
+    import subprocess
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small file system here: {mounted.stderr.decode().strip()[:100]}")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
 
-    def no_space(model, folder):
-        raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(trainer, "write_weights", no_space)
-    with pytest.raises(OSError, match=r"the disk is full.*checkpoint of step \d+ in .* is intact|disk is full"):
+
+def fill(disk):
+    """Fill the disk to the last byte with one file."""
+    with open(disk / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
+    while True:  # the last block, byte by byte
+        try:
+            with open(disk / "filler", "ab") as f:
+                f.write(b"\0")
+        except OSError:
+            return
+
+
+def test_a_full_disk_is_named_and_the_last_checkpoint_kept(small, small_disk):
+    out = small_disk / "run"
+    run(small, out, steps=2)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    fill(small_disk)
+    with pytest.raises(OSError, match=r"the disk is full: saving .* failed and was undone \(the checkpoint of step 2 "
+                                      r"in .* is intact\); free some space and --resume"):
         minibert.pretrain(out=out, resume=True, corpus=small[0], steps=4, progress=False, verbose=False)
-    assert (out / "model.safetensors").read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary folder left behind
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the last checkpoint, as it was
+    assert sorted(p.name for p in small_disk.iterdir()) == [".run.training", "filler", "run"]  # no temporary folder
+    (small_disk / "filler").unlink()
+    assert minibert.pretrain(out=out, resume=True, corpus=small[0], steps=4, progress=False,
+                             verbose=False).history[-1]["step"] == 4  # and the run goes on once there is room
+
+
+def test_save_pretrained_on_a_full_disk_says_so_and_keeps_the_old_files(small_disk):
+    model = minibert.BertForMaskedLM(minibert.BertConfig.tiny(vocab_size=500))
+    model.save_pretrained(small_disk / "ckpt")
+    before = {p.name: p.read_bytes() for p in (small_disk / "ckpt").iterdir()}
+    fill(small_disk)
+    with pytest.raises(OSError, match="the disk is full: saving .*ckpt' failed and was undone"):
+        model.save_pretrained(small_disk / "ckpt")
+    assert {p.name: p.read_bytes() for p in (small_disk / "ckpt").iterdir()} == before
 
 
 def test_a_relative_corpus_path_is_recorded_whole(small, tmp_path, monkeypatch):
@@ -135,3 +176,37 @@ def test_a_course_run_watched_by_a_callback_is_reused(small, tmp_path, monkeypat
     assert calls == [1, 2] and again.history == first.history  # loaded, not trained again
     assert len(os.listdir(tmp_path / "runs")) == len(set(os.listdir(tmp_path / "runs")))
     assert len([d for d in os.listdir(tmp_path / "runs") if not d.startswith(".")]) == 1
+
+
+@pytest.mark.slow
+def test_a_run_folder_is_trained_by_one_process_at_a_time(small, tmp_path):
+    """A second training of a folder, fresh or --resume, started while the first still trains and saves,
+    is refused with the first one's process id: it can never pair one save's weights with another's state."""
+    import subprocess
+    import sys
+    import time
+    docs, _ = small
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join("\n".join(doc) for doc in docs))
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "minibert", "pretrain", "--objective", "mlm", "--preset", "tiny", "--corpus",
+               str(text), "--vocab-size", "1500", "--batch-size", "8", "--max-length", "32", "--out", str(out)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    first = subprocess.Popen(command + ["--steps", "100000", "--save-every", "2"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / trainer.STATE_FILE).exists():  # the first has saved at least once and saves on
+            assert first.poll() is None and time.monotonic() < deadline, first.stderr.read() if first.poll() else "slow"
+            time.sleep(0.2)
+        for second in (command + ["--steps", "10", "--resume"], command + ["--steps", "10"]):
+            refused = subprocess.run(second, env=env, capture_output=True, text=True, timeout=120)
+            assert refused.returncode != 0
+            assert f"is being trained by process {first.pid}" in refused.stderr, refused.stderr
+        assert first.poll() is None  # the first goes on, untouched
+    finally:
+        first.kill()
+        first.wait(timeout=30)
+    resumed = subprocess.run(command + ["--steps", "4", "--resume"], env=env, capture_output=True, text=True,
+                             timeout=120)  # once it is gone, the folder is free again
+    assert resumed.returncode == 0, resumed.stderr
