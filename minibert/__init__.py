@@ -13,6 +13,33 @@ Its rooms, each importing only the rooms listed before it (tests/test_layout.py 
     cli.py      python -m minibert
 """
 
+
+
+def check_versions():
+    """Refuse to start under a dependency outside pyproject.toml's ranges (installed with --no-deps, or
+    upgraded since), naming it: otherwise the first sign is an AttributeError deep inside transformers."""
+    import importlib.metadata as metadata
+    from packaging.requirements import Requirement
+    try:
+        required = [Requirement(r) for r in metadata.requires("minibert-course") or []]
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed: nothing to compare
+        return
+    wrong = []
+    for requirement in required:
+        if requirement.marker is not None:  # the extras ("course"): the package runs without them
+            continue
+        try:
+            found = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            continue  # its import below names it
+        if not requirement.specifier.contains(found, prereleases=True):
+            wrong.append(f"{requirement.name} {found} is installed, but minibert needs {requirement}")
+    if wrong:
+        raise ImportError("; ".join(wrong) + ". Install the versions the course pins: pip install -r requirements.txt")
+
+
+check_versions()
+
 from .data import (DECISIONS, CausalLMCollator, Corpus, MLMCollator, class_balance, load_corpus, make_lm_examples,
                    make_nsp_examples, make_sop_examples, split_corpus, split_sentences, train_tokenizer)
 from .model import (PRESETS, BertConfig, BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction,

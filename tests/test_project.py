@@ -48,3 +48,20 @@ def test_pinned_versions_satisfy_the_ranges_in_pyproject():
     for name, req in pyproject_requirements().items():
         assert name in pins, f"{name} is not pinned in requirements.txt"
         assert req.specifier.contains(pins[name]), f"{name}=={pins[name]} is outside {req.specifier}"
+
+
+def test_an_old_transformers_is_named_at_import(tmp_path):
+    """Installed with --no-deps beside transformers 4.57, `import minibert` says which version is wrong
+    instead of letting generate fail later with an AttributeError inside transformers."""
+    import os
+    import subprocess
+    import sys
+    fake = tmp_path / "transformers-4.57.0.dist-info"  # found first on the path: what metadata reports
+    fake.mkdir()
+    (fake / "METADATA").write_text("Metadata-Version: 2.1\nName: transformers\nVersion: 4.57.0\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    result = subprocess.run([sys.executable, "-c", "import minibert"], env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "transformers 4.57.0 is installed, but minibert needs transformers<6,>=5.24" in result.stderr
+    ok = subprocess.run([sys.executable, "-c", "import minibert"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr

@@ -164,3 +164,46 @@ def test_every_python_dash_m_entry_point_starts_without_a_warning(module):
 def test_an_unknown_shipped_checkpoint_is_named_with_the_ones_there_are():
     out = subprocess.run([sys.executable, "-m", "minibert.course.pretrained", "bert-foo"], capture_output=True, text=True)
     assert out.returncode == 2 and "no shipped checkpoint 'bert-foo'; they are bert-mlm-nsp" in out.stderr
+
+
+@pytest.fixture
+def silent_network():
+    """A proxy that accepts connections and never answers, as a network that hangs: returns the
+    environment that sends every HTTP(S) request there, without HF_HUB_OFFLINE, and the connection count."""
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    accepted = []
+
+    def serve():
+        while True:
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=serve, daemon=True).start()
+    proxy = f"http://127.0.0.1:{server.getsockname()[1]}"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "NO_PROXY", "no_proxy")}
+    env.update(HTTPS_PROXY=proxy, HTTP_PROXY=proxy, https_proxy=proxy, http_proxy=proxy)
+    yield env, accepted
+    server.close()
+
+
+def test_the_readme_examples_run_from_the_notebooks_folder_without_the_hub(silent_network):
+    """Jupyter starts in notebooks/: the README's loading examples work there, with no offline variable
+    set, and nothing tries the network (where a relative path would be taken for a Hub model name)."""
+    env, accepted = silent_network
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    readme = open(os.path.join(root, "README.md")).read()
+    example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if 'pipeline("fill-mask"' in block)
+    out = subprocess.run([sys.executable, "-c", example + "\nprint('done')"], cwd=os.path.join(root, "notebooks"),
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().endswith("done"), out.stderr[-2000:]
+    out = subprocess.run([sys.executable, "-m", "minibert", "fill-mask", "../checkpoints/bert-mlm-nsp",
+                          "He drank a cup of [MASK]."], cwd=os.path.join(root, "notebooks"), env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "[MASK] 1:" in out.stdout, out.stderr[-2000:]
+    assert accepted == []  # not one connection
