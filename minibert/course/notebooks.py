@@ -142,6 +142,71 @@ def quoted_measurements(nb):
     return quoted
 
 
+# A run's length said in words goes stale with the next retraining, and differs on every CPU: a cell
+# prints it from the run instead. "a minute", "half an hour", "75 minutes", "ten-second", "an hour".
+COUNT = r"(?:\d[\d,.]*|an?|half an?|one|two|three|four|five|six|seven|eight|nine|ten|twenty|thirty|forty|fifty|sixty|" \
+        r"seventy|eighty|ninety|hundred|a few|few|several|some|many)"
+DURATION = re.compile(rf"\b{COUNT}(?:[\s-]+\w+)?[\s-]+(?:seconds|minutes?|hours?)\b(?!\s+to read)", re.I)  # not reading times
+# the properties of a run that a retraining changes, said with their unit: "50,000 steps", "600-step"
+RUN_UNITS = r"(?:steps?|epochs?|evaluations?|sequences|examples)"
+COUNTED = re.compile(rf"(?<![\w.])(\d[\d,]*(?:\.\d+)?)[\s-]+{RUN_UNITS}\b", re.I)
+
+
+def stale_facts(nb, facts):
+    """Words of the notebook's prose that restate a property of a run or a checkpoint: a duration
+    anywhere in its markdown, and in the lesson (the exercises may set their own budgets) a count of
+    steps or examples, or a decimal, that one of `facts` holds (a card's score, a run's learning rate).
+    `facts`: the numbers of the shipped cards and of the course's runs (run_facts()). Each finding is
+    (the words, why)."""
+    found = []
+    lesson = set(lesson_markdown(nb))
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        text = REFERENCE.sub(" ", prose(cell.source))
+        found += [(m.group(0), "a duration") for m in DURATION.finditer(text)]
+        if cell.source not in lesson:
+            continue
+        counted = [m for m in COUNTED.finditer(text) if number_value(m.group(1)) in facts]
+        found += [(m.group(0), "a run's length or size") for m in counted]
+        inside = {m.start(1) for m in counted}
+        found += [(m.group(0), "a number of a card or a run's arguments") for m in DECIMAL.finditer(text)
+                  if number_value(m.group(0)) in facts and m.start() not in inside]
+    return found
+
+
+def number_value(text):
+    return round(float(text.replace(",", "")), 6)
+
+
+def run_facts(checkpoints, runs):
+    """Every number that a shipped checkpoint's training_args.json and card, or the course's runs'
+    settings (`runs`: {objective: settings}) hold: what a lesson must print, never write."""
+    import json
+    facts = set()
+
+    def add(value):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value not in (0, 1):
+            facts.add(round(float(value), 6))
+            if isinstance(value, float) and value < 1:
+                facts.add(round(100 * value, 6))  # 0.15 is also said as 15
+    for name in sorted(os.listdir(checkpoints)):
+        folder = os.path.join(checkpoints, name)
+        file = os.path.join(folder, "training_args.json")
+        if not os.path.isfile(file):
+            continue
+        with open(file) as f:
+            info = json.load(f)
+        for value in [*info["args"].values(), info["steps"], info["minutes"]]:
+            add(value)
+        with open(os.path.join(folder, "README.md")) as f:
+            facts.update(number_value(n) for n in DECIMAL.findall(f.read()))
+    for settings in runs.values():
+        for value in settings.values():
+            add(value)
+    return facts
+
+
 def prose_report(paths):
     """One line per lesson: words and numbers against their budgets, and any quoted measurement."""
     import nbformat

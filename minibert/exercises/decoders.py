@@ -184,9 +184,9 @@ print(shift_labels(labels).tolist())
          "D": "the pooler is new in the ENCODER, which does not use it here; the decoder reads every source "
               "vector through cross-attention, not a pooled one."}),
     "q4": Question(
-        "Section 2 gave three decoders the same 200 steps of next-token training: one from scratch, one "
-        "warm-started from 600 steps of masked LM, one from 50,000 steps. Only the last ended far ahead. What "
-        "is a fair reading?",
+        "Section 2 gave three decoders the same steps of next-token training: one from scratch, one "
+        "warm-started from the short live masked-LM run, one from the long-trained bert-mlm. Only the last ended "
+        "far ahead. What is a fair reading?",
         {"A": "warm-starting a decoder from a masked LM helps whatever the checkpoint: any amount of pretraining "
               "leaves something that next-token training can build on",
          "B": "a warm start pays when the checkpoint knows more than the decoder's steps can teach, and "
@@ -196,10 +196,10 @@ print(shift_labels(labels).tolist())
          "D": "the decoder from bert-mlm wins because the shipped checkpoint is a larger model than the "
               "one trained from scratch"},
         "B",
-        "the gain grows with what the checkpoint learned: none from 600 steps of masked LM, a large one "
-        "from 50,000 steps, whose compute the decoder's step count does not show.",
-        {"A": "the decoder warm-started from the 600-step checkpoint gained nothing over the one from scratch.",
-         "C": "both warm starts end far below the unigram perplexity after training, and the 50,000-step one far "
+        "the gain grows with what the checkpoint learned: none worth having from the short run, a large one "
+        "from the long one, whose compute the decoder's step count does not show.",
+        {"A": "the decoder warm-started from the short run gained nothing worth having over the one from scratch.",
+         "C": "both warm starts end far below the unigram perplexity after training, and the long-trained one far "
               "ahead of the decoder from scratch: only their starting points were worse.",
          "D": "all three decoders have the same shape: every weight of the checkpoint is reused, none added."}),
     "q5": Question(

@@ -86,8 +86,8 @@ def check_majority_baseline(majority_baseline):
 
 QUIZ = {EX: {
     "q1": Question(
-        "In the live runs, clm made 200 steps of 32 sequences of 64 tokens, the masked models 600 steps of 64 "
-        "sequences of 64 tokens, and each run took as many minutes as its steps needed. What do the live runs hold "
+        "In the live runs, the causal LM made fewer steps on smaller batches than the masked models (the budget "
+        "table of section 1), and each run took as many minutes as its steps needed. What do the live runs hold "
         "equal?",
         {"A": "the steps: each objective makes the same number of optimizer updates, the fairest budget there is",
          "B": "the tokens: the causal LM reads fewer sequences but learns from every position, which evens it out",
@@ -96,11 +96,11 @@ QUIZ = {EX: {
         "D",
         "the live runs hold neither the steps nor the tokens, and their minutes are whatever each run took on a "
         "shared machine; a comparison must say which budget it holds, and the shipped masked checkpoints hold the "
-        "steps and the tokens (50,000 steps of 64 x 64 each; bert-clm had fewer tokens).",
-        {"A": "the causal run made 200 steps, the masked ones 600.",
-         "B": "the masked runs saw six times as many tokens; scoring every position is what makes a causal step "
+        "steps and the tokens (the same steps and batch shape each; bert-clm had fewer tokens).",
+        {"A": "the causal run made fewer steps than the masked ones.",
+         "B": "the masked runs saw several times as many tokens; scoring every position is what makes a causal step "
               "cost more, not what makes the token counts equal.",
-         "C": "the minutes differ from run to run: \"under a minute each\" is a teaching budget, not a matched one."}),
+         "C": "the minutes differ from run to run: a short live run is a teaching budget, not a matched one."}),
     "q2": Question(
         "Suppose the causal LM's held-out loss (next token) is lower than the masked LM's held-out loss (masked "
         "tokens), both trained on the same text. Why does that not make the causal LM the better model?",

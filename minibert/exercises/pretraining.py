@@ -327,7 +327,7 @@ QUIZ = {EX: {
               "well the weights were trained is another question"}, "D",
         "equal logits on the same input prove the computation matches; they say nothing about how well it was "
         "trained (the live model loads just as cleanly and answers \"the\" to almost every blank).",
-        {"A": "loading checks names and shapes, not quality: a model trained for a minute loads just as "
+        {"A": "loading checks names and shapes, not quality: a model trained briefly loads just as "
               "cleanly as one trained for hours.",
          "B": "everything runs offline (HF_HUB_OFFLINE=1): the weights come from our folder, and a bert-base "
               "checkpoint would not even fit this configuration.",

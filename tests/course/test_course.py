@@ -3,6 +3,7 @@ website loads in a real browser (tests/course/test_student_versions.py runs the 
 
 import functools
 import http.server
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,9 @@ import pytest
 from helpers import ROOT, check_cells, outputs_text
 
 from minibert.course.notebooks import (BEGIN, COURSE_WORD_BUDGET, NUMBER_BUDGET, WORD_BUDGET, build_site,
-                                      learning_goals, notebook_paths, prose_numbers, prose_words, quoted_measurements)
+                                      learning_goals, notebook_paths, prose_numbers, prose_words, quoted_measurements,
+                                      run_facts, stale_facts)
+from minibert.course.runs import COURSE_RUNS
 
 NOTEBOOKS = notebook_paths(os.path.join(ROOT, "notebooks"))
 
@@ -46,6 +49,34 @@ def test_a_lesson_fits_one_sitting_and_quotes_no_measurement_its_outputs_print(p
     quoted = quoted_measurements(nb)
     assert not quoted, (f"the prose copies numbers that the notebook's outputs print: {quoted}; a rerun on "
                         "another CPU would contradict it (let a cell print them)")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=os.path.basename)
+def test_a_lesson_says_no_run_length_and_no_number_of_a_card_or_a_run(path):
+    facts = run_facts(os.path.join(ROOT, "checkpoints"), COURSE_RUNS)
+    stale = stale_facts(nbformat.read(path, as_version=4), facts)
+    assert not stale, (f"the prose restates properties of runs or checkpoints: {stale}; the next retraining (or "
+                       "another CPU) makes them false: let a cell print them from the run or the card")
+
+
+def test_the_stale_fact_rule_sees_durations_steps_and_card_numbers_and_not_reading_times():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# 99 · Title\n\n**Time.** About 20 minutes to read; seconds to run.\n\n"
+                                      "`bert-clm`, the same model trained for half an hour, beside a one-minute run "
+                                      "and notebook 04's; it trained for 50,000 steps at learning rate 0.001, not "
+                                      "15% of 600 tokens; Seventy-five minutes of it."),
+        nbformat.v4.new_markdown_cell("## 3. Exercises\n\nTrain it for 50,000 steps, a few minutes."),
+    ])
+    found = [words for words, why in stale_facts(nb, facts={50000.0, 0.001, 600.0})]
+    assert found == ["half an hour", "a one-minute", "Seventy-five minutes", "50,000 steps", "0.001", "a few minutes"]
+
+
+def test_the_facts_are_read_from_the_cards_and_the_course_runs():
+    facts = run_facts(os.path.join(ROOT, "checkpoints"), COURSE_RUNS)
+    with open(os.path.join(ROOT, "checkpoints", "bert-mlm-nsp", "training_args.json")) as f:
+        info = json.load(f)
+    assert {float(info["steps"]), info["minutes"], info["args"]["lr"]} <= facts
+    assert {float(settings["steps"]) for settings in COURSE_RUNS.values()} <= facts
 
 
 def test_the_course_fits_its_word_budget():
