@@ -176,7 +176,8 @@ def table(folder):
             with open(os.path.join(folder, name)) as f:
                 for line in f:
                     r = json.loads(line)
-                    rows.setdefault((r["notebook"], r["assertion"]), []).append(r)
+                    if "notebook" in r:  # a notebook still running has not tagged its records yet
+                        rows.setdefault((r["notebook"], r["assertion"]), []).append(r)
     lines = ["| notebook | assertion | worst margin (value vs bound: share of the larger) | in setting | settings | all hold |",
              "|---|---|---|---|---|---|"]
     for (notebook, assertion), records in sorted(rows.items()):
