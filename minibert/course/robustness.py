@@ -14,7 +14,8 @@ A setting is KIND-PRECISION-SEED:
     PRECISION  bf16 (where native; refused elsewhere) or fp32: what a live run trains in
     SEED       added to every seed a notebook sets with torch.manual_seed and to the live runs' seed (their
                weights, batches, masks and pairs; not their held-out documents, which stay the notebooks')
-Not a test: a setting takes as long as `make course` from an empty cache.
+Not a test: a setting takes as long as `make course` from an empty cache. The executed notebooks, with each
+cell's start and end in its metadata, are kept in build/robustness/executed/SETTING/.
 """
 
 import ast
@@ -118,6 +119,9 @@ def run_notebook(path, setting, log, cache):
     client.execute(env=env)
     errors = [o.get("ename", "") + ": " + o.get("evalue", "")[:200] for c in nb.cells if c.cell_type == "code"
               for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    executed = os.path.join(os.path.dirname(log), "executed", setting)  # to read, with each cell's timing
+    os.makedirs(executed, exist_ok=True)
+    nbformat.write(nb, os.path.join(executed, os.path.basename(path)))
     return time.perf_counter() - begin, errors
 
 
@@ -129,17 +133,25 @@ def precision_refused(setting, env):
 
 
 def main(argv):
+    import argparse
     from .notebooks import notebook_paths
-    settings = [a for a in argv if not a.startswith("--")]
-    wanted = argv[argv.index("--notebooks") + 1:] if "--notebooks" in argv else []
-    settings = [s for s in settings if s not in wanted] or SETTINGS
+    parser = argparse.ArgumentParser(prog="python -m minibert.course robustness", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("settings", nargs="*", metavar="SETTING", help="default: all nine")
+    parser.add_argument("--notebooks", nargs="+", metavar="NN", default=[], help="default: every notebook")
+    args = parser.parse_args(argv)
+    settings = args.settings or SETTINGS
+    for setting in settings:
+        environment(setting, cache="")  # a misspelt setting stops here, not after an hour of the others
     folder = os.path.join(ROOT, "build", "robustness")
     snapshot = os.path.join(folder, "notebooks")  # the notebooks as they are now: editing them meanwhile changes nothing
     os.makedirs(snapshot, exist_ok=True)
     paths = []
     for path in notebook_paths(os.path.join(ROOT, "notebooks")):
-        if not wanted or os.path.basename(path)[:2] in wanted:
+        if not args.notebooks or os.path.basename(path)[:2] in args.notebooks:
             paths.append(shutil.copy(path, snapshot))
+    if not paths:
+        parser.error(f"no notebook numbered {' or '.join(args.notebooks)}")
     for setting in settings:
         log = os.path.join(folder, f"{setting}.jsonl")
         cache = os.path.join(folder, "cache", setting)
