@@ -229,7 +229,8 @@ def save(fig, path):
 def generate(outdir, names=None, course=None, verbose=False):
     """Draw the named figures (default: all) into outdir, with the records of the runs they show;
     returns the paths written."""
-    unknown = set(names or ()) - set(FIGURES)
+    names = [n if n.endswith(".png") else n + ".png" for n in names or ()]  # "top_k" or "top_k.png"
+    unknown = set(names) - set(FIGURES)
     if unknown:
         raise ValueError(f"unknown figures {sorted(unknown)}; choose from {', '.join(FIGURES)}")
     os.makedirs(outdir, exist_ok=True)

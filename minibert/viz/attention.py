@@ -116,13 +116,13 @@ def check_tokens(attentions, tokens):
     return T
 
 
-def heatmap(ax, weights, tokens, vmax, ticks=True):
+def heatmap(ax, weights, tokens, vmax, ticks="both", size=None):
+    """ticks: the axes that get token names ("both", "x", "y" or None)."""
     image = ax.imshow(weights, cmap="viridis", vmin=0, vmax=vmax, interpolation="nearest")
+    ax.set_xticks([])
+    ax.set_yticks([])
     if ticks:
-        set_token_ticks(ax, tokens, len(weights))
-    else:
-        ax.set_xticks([])
-        ax.set_yticks([])
+        set_token_ticks(ax, tokens, len(weights), ticks, size)
     return image
 
 
@@ -145,7 +145,12 @@ def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, 
                 ax.axis("off")
                 continue
             layer, head = r[j]
-            image = heatmap(ax, weights[layer, head], tokens, vmax, ticks)
+            if ticks:
+                image = heatmap(ax, weights[layer, head], tokens, vmax)
+            else:  # small panels: token names on the left column and the bottom row only, in small type
+                axes_named = "".join(a for a, edge in (("x", i == nrows - 1), ("y", j == 0)) if edge)
+                image = heatmap(ax, weights[layer, head], tokens, vmax, {"xy": "both"}.get(axes_named, axes_named),
+                                size=6)
             if len(weights) > 1:
                 ax.set_title(f"layer {layer}, head {head}", fontsize=10)
             if labels and i == nrows - 1:
@@ -154,12 +159,19 @@ def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, 
                 ax.set_ylabel("query: the token looking", fontsize=9)
     bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row sums to 1)")
     keys = int((sum(w.sum(0) for w in weights.values()) > 1e-6).sum())  # padding receives no attention
-    bar.ax.axhline(1 / keys, color="white", lw=2)
-    bar.ax.text(-0.3, 1 / keys, f"uniform\n1/{keys}", transform=bar.ax.get_yaxis_transform(), ha="right",
-                va="center", fontsize=7.5)
+    mark_uniform(bar, 1 / keys, f"uniform: 1/{keys}")
     suptitle(fig, title)
     fig.supxlabel(wrap(note, width, 9.5), fontsize=9.5, color=DARK)
     return fig
+
+
+def mark_uniform(bar, level, label):
+    """A line across the colour bar at the weight of uniform attention, named among its tick labels."""
+    bar.ax.axhline(level, color="white", lw=2.5)
+    bar.ax.axhline(level, color=BLACK, lw=1, ls=(0, (2, 2)))
+    low, high = bar.ax.get_ylim()
+    ticks = [t for t in bar.get_ticks() if low <= t <= high and abs(t - level) > 0.07 * (high - low)]
+    bar.set_ticks(ticks + [level], labels=[f"{t:.2g}" for t in ticks] + [label])
 
 
 def plot_attention(attentions, tokens, layer=0, head=0, batch=0, title=None):
@@ -182,7 +194,7 @@ def plot_attention_heads(attentions, tokens, layer=0, batch=0, per_row=4, title=
 
 
 def plot_attention_overview(attentions, tokens=None, batch=0, title=None):
-    """Layers x heads small multiples, without token names: the patterns at a glance."""
+    """Layers x heads small multiples, token names on the outer panels only: the patterns at a glance."""
     layers, heads = len(attentions), attentions[0].shape[1]
     cells = [[(l, h) for h in range(heads)] for l in range(layers)]
     T = check_tokens(attentions, tokens)

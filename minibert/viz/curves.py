@@ -89,6 +89,7 @@ def plot_top_k(candidates, title=None, answer=None, panel_titles=None):
     lists = candidates if candidates and isinstance(candidates[0], list) else [candidates]
     answers = answer if isinstance(answer, (list, tuple)) else [answer] * len(lists)
     k = max(len(c) for c in lists)
+    top = max((float(p) for c in lists for _, p in c), default=1.0)  # one scale for every panel
     fig = Figure(figsize=(4.6 * len(lists) + 0.4, 0.36 * k + 1.7), dpi=100, layout="constrained")
     axes = fig.subplots(1, len(lists), squeeze=False)[0]
     for i, (ax, pairs) in enumerate(zip(axes, lists)):
@@ -99,8 +100,10 @@ def plot_top_k(candidates, title=None, answer=None, panel_titles=None):
         ax.set_yticks(y, [short(t, 14) for t in tokens], fontsize=10)
         for yi, p in zip(y, probs):
             ax.text(p, yi, f" {p:.1%}", va="center", fontsize=8.5)
-        ax.set_xlim(0, max(probs) * 1.25 if probs else 1)
-        ax.xaxis.set_major_formatter(PercentFormatter(1.0))
+        ax.set_xlim(0, top * 1.25)  # room for the percentages right of the bars
+        ax.xaxis.set_major_locator(MaxNLocator(5))
+        ax.set_xticks([t for t in ax.get_xticks() if 0 <= t <= min(1.0, top * 1.25)])  # no tick past 100%
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if top > 0.1 else 1))
         ax.set_xlabel("probability the model gives")
         ax.spines[["top", "right"]].set_visible(False)
         if panel_titles:

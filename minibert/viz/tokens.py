@@ -20,7 +20,7 @@ class Row:
     texts: list  # one per position
     styles: list  # a STYLES key per position
     space: float = 0.3  # empty row units above the row (room for arrows)
-    reach: int = 0  # positions drawn past a band's end, faded: where arrows from the band's last positions land
+    reach: int = 0  # room past a band's end where arrows from its last positions land, marked "on the next row"
 
 
 @dataclass
@@ -43,8 +43,9 @@ def section_height(section, per_line):
 def token_figure(sections, per_line, title, subtitle, legend):
     """A figure that draws sections of token rows. sections: list of Section; legend: Patch handles."""
     per_line = max(1, per_line)
-    longest = max(len(s.rows[0].texts) + max(r.reach for r in s.rows) for s in sections)
-    columns = min(per_line + max(r.reach for s in sections for r in s.rows), longest)
+    longest = max(len(s.rows[0].texts) for s in sections)
+    reach = max(r.reach for s in sections for r in s.rows)  # needed only where a row wraps
+    columns = longest if longest <= per_line else per_line + reach
     width = max(MIN_WIDTH, NAME_W + columns * CELL_W + 0.3)
     units = sum(section_height(s, per_line) for s in sections)
     top = header(None, title, subtitle, width)
@@ -82,8 +83,11 @@ def draw_section(ax, section, y, per_line):
             y -= row.space + ROW_H / 2
             ys.append(y)
             ax.text(-0.65, y, row.name, fontsize=FONT, ha="right", va="center", color=DARK)
-            for p in range(start, min(len(row.texts), stop + row.reach)):
-                token_box(ax, p - start, y, row.texts[p], row.styles[p], faded=p >= stop)
+            for p in range(start, stop):
+                token_box(ax, p - start, y, row.texts[p], row.styles[p])
+            for p in range(stop, min(len(row.texts), stop + row.reach)):  # an arrow's end that wrapped
+                ax.text(p - start, y, f"{p}: on the\nnext row", fontsize=SMALL, color=GREY, ha="center", va="center",
+                        style="italic")
             y -= ROW_H / 2
         centres.append(ys)
         y -= BAND_GAP
@@ -105,16 +109,15 @@ def draw_section(ax, section, y, per_line):
     return y
 
 
-def token_box(ax, x, y, text, style, faded=False):
+def token_box(ax, x, y, text, style):
     fill, edge, colour = STYLES[style]
     box = FancyBboxPatch((x - BOX_W / 2, y - BOX_H / 2), BOX_W, BOX_H, boxstyle="round,pad=0,rounding_size=0.12",
-                         mutation_aspect=CELL_W / CELL_H, facecolor=fill, edgecolor=edge, lw=1.0,
-                         alpha=0.45 if faded else 1.0, linestyle="--" if faded else "-")
+                         mutation_aspect=CELL_W / CELL_H, facecolor=fill, edgecolor=edge, lw=1.0)
     box.set_gid(style)
     ax.add_patch(box)
     text = short(text)
     size = FONT if len(text) <= 9 else FONT * 9.5 / len(text)  # long tokens in smaller type, to fit the box
-    ax.text(x, y, text, fontsize=size, ha="center", va="center", color=colour, alpha=0.5 if faded else 1.0)
+    ax.text(x, y, text, fontsize=size, ha="center", va="center", color=colour)
 
 
 def as_list(x):
@@ -139,6 +142,12 @@ def check_same_length(**seqs):
         raise ValueError("nothing to draw: the sequence is empty")
 
 
+def one_row_up_to(n, most=14, wrapped=12):
+    """Positions per row: one row for a short sentence, rows of `wrapped` for a longer one (with room at their
+    ends for the arrows that continue on the next row)."""
+    return n if n <= most else wrapped
+
+
 # ---- next-token prediction ----
 def label_shift_section(tokens, labels=None, heading=""):
     """input_ids over labels, an arrow from each position to the label the model's shift gives it."""
@@ -159,7 +168,7 @@ def label_shift_section(tokens, labels=None, heading=""):
     return Section([inputs, row], heading, arrows), n
 
 
-def plot_label_shift(tokens, labels=None, title=None, per_line=12):
+def plot_label_shift(tokens, labels=None, title=None, per_line=None):
     """Next-token prediction: each position is trained on the label one step to its right.
 
     tokens: the input tokens as strings; labels: what you pass to BertForCausalLM, one per token, a
@@ -167,6 +176,7 @@ def plot_label_shift(tokens, labels=None, title=None, per_line=12):
     themselves (labels = input_ids). The arrows are the model's own shift (minibert.shift_labels).
     """
     section, n = label_shift_section(tokens, labels)
+    per_line = per_line or one_row_up_to(n)
     learned = len(section.arrows)
     title = title or "Each position learns the NEXT token: the model shifts the labels by one itself"
     subtitle = (f"You pass labels = input_ids; position t is trained on label t+1 (arrows). {learned} of {n} "
@@ -177,11 +187,12 @@ def plot_label_shift(tokens, labels=None, title=None, per_line=12):
     return token_figure([section], per_line, title, subtitle, legend)
 
 
-def plot_double_shift(tokens, title=None, per_line=12):
+def plot_double_shift(tokens, title=None, per_line=None):
     """The bug: labels shifted by the user and again by the model train position t on token t+2."""
     tokens = as_list(tokens)
     n = len(tokens)
     check_same_length(tokens=tokens)
+    per_line = per_line or one_row_up_to(n)
     position = torch.arange(n)[None]
     once = shift_labels(position)[0].tolist()  # the model's shift: what was intended
     twice = shift_labels(shift_labels(position))[0].tolist()  # the user's shift, then the model's
@@ -196,8 +207,9 @@ def plot_double_shift(tokens, title=None, per_line=12):
     arrows = [(1, p, 0, t, GREEN, "intended-arrow") for p, t in enumerate(once) if t != IGNORE_INDEX]
     arrows += [(1, p, 2, t, VERMILLION, "double-shift-arrow") for p, t in enumerate(twice) if t != IGNORE_INDEX]
     title = title or "Shifting the labels yourself trains every position on the token TWO ahead"
-    subtitle = ("labels = input_ids[:, 1:] passed to BertForCausalLM, which shifts them again: each arrow skips a "
-                "token. The loss still goes down, but generation is garbage; minibert warns (check_causal_labels).")
+    subtitle = ("Drawn on the full input_ids: you pass labels already shifted by one (input_ids[:, 1:]), and "
+                "BertForCausalLM shifts them again, so each orange arrow skips a token. The loss still goes down, but "
+                "generation is garbage; minibert warns (check_causal_labels).")
     legend = [Patch(facecolor=tint(GREEN), edgecolor=GREEN, label="intended: labels = input_ids, shifted once"),
               Patch(facecolor=tint(VERMILLION), edgecolor=VERMILLION, label="trained: shifted twice (the bug)"),
               style_handles(["ignored"], ["not a target"])[0]]
@@ -244,7 +256,8 @@ def plot_masking(tokens, masked_tokens, labels, decisions, title=None, whole_wor
                 f"random token, {counts[KEPT]} kept as they are. Only chosen positions have a label; the rest are "
                 "-100 and ignored by the loss." + (" Bars join the pieces of a word; each chosen piece is then "
                                                    "masked, replaced or kept on its own." if whole_words else ""))
-    legend = style_handles([*DECISIONS, "ignored"], [*DECISIONS, "label -100: ignored"])
+    shown = [d for c, d in enumerate(DECISIONS) if counts[c]]  # only the kinds this example has
+    legend = style_handles([*shown, "ignored"], [*shown, "label -100: ignored"])
     return token_figure([section], per_line, title, subtitle, legend)
 
 
@@ -329,11 +342,13 @@ def plot_objectives(tokenizer, sentence_a, sentence_b, seed=0, per_line=None):
     nsp = pair_section(tokenizer, pair["input_ids"], pair["token_type_ids"],
                        heading='3. Next sentence prediction (BERT): does B follow A? Here it does: label 0 = "IsNext"')
     sections = [causal, mlm, nsp]
-    per_line = per_line or min(len(tokens), 16)  # [CLS] A [SEP] fills a line; in NSP, B goes on the next
+    # [CLS] A [SEP] fills a line, and the pair two (no token left alone on a third)
+    per_line = per_line or max(min(len(tokens), 16), math.ceil(len(pair["input_ids"]) / 2))
     title = "Three ways to learn from raw text: the labels come from the text itself"
     subtitle = ("The same model, three kinds of labels. Grey: ignored by the loss (-100). "
                 "Masked-LM colours: what happened to a chosen token.")
-    names = {"segment A": "sentence A (segment 0)", "segment B": "sentence B (segment 1)", "target": "next-token label",
+    names = {"token": "text as it is (white)", "special": "special token ([CLS], [SEP])",
+             "segment A": "sentence A (segment 0)", "segment B": "sentence B (segment 1)", "target": "next-token label",
              "masked": "[MASK]", "random token": "random token", "kept": "kept", "ignored": "ignored (-100)"}
     used = {style for section in sections for row in section.rows for style in row.styles}
     names = {style: label for style, label in names.items() if style in used}

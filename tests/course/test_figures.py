@@ -136,6 +136,27 @@ def test_double_shift_trains_on_the_token_two_ahead():
     assert any("TWO ahead" in t for t in texts(fig))
 
 
+def test_a_wrapped_row_points_at_the_next_row_instead_of_drawing_a_copy():
+    tokens = words(14)
+    fig = viz.plot_label_shift(tokens, per_line=12)
+    styles = [p.get_gid() for p in fig.axes[0].patches if not isinstance(p, FancyArrowPatch)]
+    assert len(styles) == 2 * 14  # one box per position and row, none past a row's end
+    assert len(artists(fig, FancyArrowPatch, "shift-arrow")) == 13
+    assert "12: on the\nnext row" in texts(fig)
+    assert len([p for p in viz.plot_double_shift(tokens, per_line=12).axes[0].patches
+                if not isinstance(p, FancyArrowPatch)]) == 3 * 14
+    assert not any("next row" in t for t in texts(viz.plot_label_shift(tokens)))  # 14 fit on one row
+
+
+def test_masking_legend_names_only_the_decisions_drawn():
+    tokens = words(6)
+    decisions = [NOT_SELECTED, MASKED, NOT_SELECTED, MASKED, NOT_SELECTED, NOT_SELECTED]
+    masked = ["[MASK]" if d == MASKED else t for t, d in zip(tokens, decisions)]
+    labels = [t if d == MASKED else -100 for t, d in zip(tokens, decisions)]
+    legend = [t.get_text() for t in viz.plot_masking(tokens, masked, labels, decisions).legends[0].get_texts()]
+    assert legend == ["not selected", "masked", "label -100: ignored"]
+
+
 def test_masking_colours_the_four_decisions_and_explains_them_in_the_legend():
     tokens = words(8)
     decisions = [NOT_SELECTED, MASKED, RANDOM, KEPT, NOT_SELECTED, MASKED, NOT_SELECTED, NOT_SELECTED]
@@ -195,6 +216,13 @@ def test_objectives_show_all_three(course):
     fig = viz.plot_objectives(course.tokenizer, *figures.PAIR)
     headings = [t for t in texts(fig) if t[:2] in ("1.", "2.", "3.")]
     assert len(headings) == 3 and "IsNext" in headings[2]
+    assert "special token ([CLS], [SEP])" in [t.get_text() for t in fig.legends[0].get_texts()]
+    pair = course.tokenizer(*figures.PAIR)["input_ids"]
+    first = len(course.tokenizer(figures.PAIR[0])["input_ids"])
+    numbers = [t for t in fig.axes[0].texts if t.get_color() == viz.GREY and t.get_text().isdigit()]
+    rows = lambda texts: len({t.get_position()[1] for t in texts})  # noqa: E731 -- a row of position numbers per band
+    assert [t.get_text() for t in numbers[-len(pair):]] == [str(p) for p in range(len(pair))]  # the pair's come last
+    assert rows(numbers[:first]) == 1 and rows(numbers[-len(pair):]) == 2  # [CLS] A [SEP] on one row, the pair on two
 
 
 def test_attention_masks_combine_causal_and_padding_for_a_decoder():
@@ -227,7 +255,12 @@ def test_attention_pictures_from_4_to_128_tokens(attentions, n):
     heads = viz.plot_attention_heads(att, tokens, layer=0)
     assert sum(bool(ax.images) for ax in heads.axes) == 4
     overview = viz.plot_attention_overview(att, tokens)
-    assert sum(bool(ax.images) for ax in overview.axes) == 2 * 4
+    panels = [ax for ax in overview.axes if ax.images]
+    assert len(panels) == 2 * 4
+    named = [bool(ax.get_yticklabels()) for ax in panels]  # the first panel of each layer's row names the tokens
+    assert named == [True, False, False, False] * 2
+    bar = next(ax for ax in overview.axes if not ax.images and ax.get_yticklabels())
+    assert f"uniform: 1/{n}" in [t.get_text() for t in bar.get_yticklabels()]  # a tick of the colour bar
     with pytest.raises(ValueError, match="layer 5"):
         viz.plot_attention(att, tokens, layer=5)
     with pytest.raises(ValueError, match="tokens"):
@@ -280,5 +313,7 @@ def test_top_k_draws_one_bar_per_candidate_and_marks_the_answer():
     bars = fig.axes[0].patches
     assert len(bars) == 3 and [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["the", "a", "cat"]
     assert bars[2].get_facecolor() != bars[0].get_facecolor()
-    two = viz.plot_top_k([candidates, candidates[:2]], panel_titles=["first [MASK]", "second [MASK]"])
+    two = viz.plot_top_k([candidates, [("the", 0.98), ("a", 0.01)]], panel_titles=["first [MASK]", "second [MASK]"])
     assert [ax.get_title() for ax in two.axes] == ["first [MASK]", "second [MASK]"]
+    assert two.axes[0].get_xlim() == two.axes[1].get_xlim()  # one scale: bars can be compared across panels
+    assert all(0 <= t <= 1 for ax in two.axes for t in ax.get_xticks())  # no tick past 100%
