@@ -165,3 +165,15 @@ def test_the_teaching_guide_lists_every_notebooks_goals_as_the_notebook_states_t
         assert not missing, f"docs/teaching.md lacks goals of {os.path.basename(path)}: {missing}"
         assert os.path.basename(path)[:2] in re.findall(r"^\| (\d\d) ", guide, re.M), \
             f"docs/teaching.md's plan has no row for {os.path.basename(path)}"
+
+
+def test_the_robustness_command_refuses_a_misspelt_setting_or_notebook_before_running_anything(capsys):
+    from minibert.course import robustness
+    with pytest.raises(ValueError, match="KIND-PRECISION-SEED"):
+        robustness.main(["avx2-fp32-0", "avx2-bf17-0"])  # the second is checked before the first runs
+    with pytest.raises(SystemExit):
+        robustness.main(["avx2-fp32-0", "--notebooks", "99"])
+    assert "no notebook numbered 99" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        robustness.main(["--help"])
+    assert stop.value.code == 0 and "KIND-PRECISION-SEED" in capsys.readouterr().out
