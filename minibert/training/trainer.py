@@ -30,6 +30,7 @@ from ..model import heads
 from ..model.config import BertConfig
 from ..model.hub import atomic_folder, disk_full, write_weights
 from .metrics import baselines, evaluate, format_metrics, target_tokens
+from .memory import check_memory
 from .objectives import check_objective, make_collator, model_inputs
 
 STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
@@ -215,6 +216,16 @@ class Trainer:
             args = dataclasses.replace(args, lr=default_lr(model.config))
         self.args, self.tokenizer, self.out, self.save_every = args, tokenizer, out, save_every
         self.train_examples, self.heldout_examples = train_examples, heldout_examples[:args.eval_examples]
+        self.bf16 = resolve_bf16(args.bf16, self.device, verbose and self.rank == 0)
+        # Before the first allocation of training: a batch too large is refused with the batch size that fits,
+        # not killed by the kernel mid-step. On a CPU, torchrun's processes share this machine's memory.
+        scored = 0.0  # the share of positions scored over the vocabulary: none for a pair task alone,
+        if args.objective == "clm":
+            scored = 1.0  # every one for next-token prediction,
+        elif check_objective(args.objective).masked_lm:
+            scored = args.mlm_probability + 1 / args.max_length  # the masked ones (and [CLS]) for a masked LM
+        check_memory(model, args.batch_size, args.max_length, self.device, scored_share=scored, bf16=self.bf16,
+                     processes=int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if self.device.type == "cpu" else 1)
         if len(train_examples) < args.batch_size * self.world:
             raise ValueError(f"{len(train_examples)} training examples cannot fill one step of "
                              f"{args.batch_size} x {self.world} processes; use more text or a smaller batch_size")
@@ -231,7 +242,6 @@ class Trainer:
         self.baselines = baselines(args.objective, train_examples, self.heldout_examples, tokenizer)
         self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
         self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
-        self.bf16 = resolve_bf16(args.bf16, self.device, self.verbose)
         self.fresh_examples, self.orders, self.drawn = fresh_examples, {}, {}
         self.run_key, self.saved_step, self.documents_in_memory = None, 0, False
 

@@ -1,0 +1,42 @@
+"""A run too large for the machine's memory is refused before its first step, with the batch size that fits,
+instead of being killed by the kernel without a word."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import minibert
+from minibert.training import memory
+
+
+def test_a_batch_too_large_for_a_laptop_is_refused_with_the_batch_size_that_fits(small, monkeypatch):
+    laptop = 8e9  # bytes free
+    monkeypatch.setattr(memory, "available_bytes", lambda device: laptop)
+    docs, tokenizer = small
+    with pytest.raises(ValueError, match=r"not enough memory: training this model \(.*M parameters\) on batches of "
+                                         r"512 x 128 tokens needs about .* GB, and this CPU has 8.0 GB free\. A "
+                                         r"batch_size \(--batch-size\) of at most (\d+) fits") as refused:
+        minibert.pretrain("mlm", "base", corpus=docs, tokenizer=tokenizer, batch_size=512, max_length=128, steps=1,
+                          progress=False, verbose=False)
+    fits = int(refused.value.args[0].split("of at most ")[1].split()[0])
+    model = minibert.BertForMaskedLM(minibert.BertConfig.base(vocab_size=len(tokenizer)))
+    share = 0.15 + 1 / 128  # the masked positions and [CLS] get scores over the vocabulary
+    assert 1 <= fits < 512
+    assert sum(memory.training_bytes(model, fits, 128, share)) <= laptop  # the batch it names fits
+    assert sum(memory.training_bytes(model, fits + 1, 128, share)) > laptop  # and is the largest that does
+
+
+def test_the_command_line_refuses_a_batch_no_machine_holds_before_training(small, tmp_path):
+    docs, _ = small
+    text = tmp_path / "corpus.txt"
+    text.write_text("\n\n".join("\n".join(doc) for doc in docs))
+    refused = subprocess.run(
+        [sys.executable, "-m", "minibert", "pretrain", "--objective", "clm", "--preset", "base", "--corpus", str(text),
+         "--vocab-size", "1500", "--batch-size", "1000000", "--max-length", "128", "--steps", "1",
+         "--out", str(tmp_path / "run")], env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
+        timeout=300)
+    assert refused.returncode != 0
+    assert "not enough memory" in refused.stderr and "of at most" in refused.stderr, refused.stderr[-2000:]
+    assert "Traceback" not in refused.stderr  # a sentence, not a crash
