@@ -3,7 +3,7 @@ against spelled out (q @ k.T, softmax, @ v), in fp32 and under bf16 autocast.
 
     python benchmarks/attention.py
 
-This is the measurement behind `minibert.model.fast.use_fused_attention`: on a CPU, in bf16, the fused
+This is the measurement behind `minibert.model.fast.writes_attention_out`: on a CPU, in bf16, the fused
 kernel's backward pass is slow for short sequences, so training spells attention out there. Shapes: the
 course's tiny preset (64 sequences of 64 tokens, 2 heads), the mini preset, and longer sequences. Steps
 alternate between the two paths; the medians are printed. Not a test: a script that prints figures.
@@ -16,7 +16,7 @@ import torch
 
 import minibert
 from minibert import model as modeling
-from minibert.model.fast import use_fused_attention
+from minibert.model.fast import writes_attention_out
 
 SHAPES = [  # (batch, tokens, hidden, heads)
     (64, 64, 128, 2),
@@ -39,17 +39,16 @@ def time_paths(batch, tokens, hidden, heads, bf16, repeats=12):
     layer = modeling.MultiHeadAttention(config).train()
     x = torch.randn(batch, tokens, hidden, requires_grad=True)
     mask = torch.zeros(batch, 1, 1, tokens)  # an additive padding mask that hides nothing
-    paths = {"fused": "sdpa", "spelled out": "eager"}  # the layer's switch, set for each timing
+    paths = {"fused": True, "spelled out": False}  # the layer's switch, set for each timing
     times = {name: [] for name in paths}
     for i in range(repeats + 2):
-        for name, implementation in paths.items():
-            layer.config.attn_implementation = implementation
+        for name, fused in paths.items():
+            layer.fused = fused
             start = time.perf_counter()
             step(layer, x, mask, bf16)
             if i >= 2:  # the first two are warm-up
                 times[name].append(time.perf_counter() - start)
-    q = torch.zeros(1, 1, tokens, 1, dtype=torch.bfloat16 if bf16 else torch.float32)
-    taken = "fused" if use_fused_attention(None, False, layer.dropout, q) else "spelled out"
+    taken = "spelled out" if writes_attention_out(config, True, "cpu", bf16, tokens) else "fused"
     return {name: 1000 * statistics.median(t) for name, t in times.items()}, taken
 
 

@@ -2,21 +2,23 @@
 above it (data, training, the course).
 
     config.py      BertConfig, the presets, the activation table
-    bert.py        the encoder: embeddings, attention, layers, BertModel (the file to read first)
-    heads.py       the heads: masked LM, next sentence, pretraining, classification, causal LM
+    bert.py        the encoder: embeddings, attention, layers, BertModel (the file to read first; of this
+                   room it imports only config, checks and outputs)
+    heads.py       the classes users build: BertModel and the heads (masked LM, next sentence, pretraining,
+                   classification, causal LM), each bert.py's modules with compat.py's habits
     generation.py  generate(): greedy, sampling, beam search
     labels.py      the label rules: -100, shifting for next-token prediction
     scoring.py     pseudo-log-likelihoods of a masked LM
     outputs.py     ModelOutput, the outputs transformers' code reads
     checks.py      input checks that name the argument at fault
-    fast.py        the speed tricks, with their reasons, off the reader's path
-    compat.py      the habits transformers' tools expect of a model
+    fast.py        the speed tricks, with their reasons, switched on from outside by fast.speed_up
+    compat.py      the habits transformers' tools expect of a model (from_pretrained, checkpointing, ...)
     hub.py         checkpoint files: save_pretrained / from_pretrained in transformers' format
 """
 
-from .bert import BertEmbeddings, BertLayer, BertModel, attention, attention_bias
+from .bert import BertEmbeddings, BertLayer, attention, attention_bias
 from .config import PRESETS, BertConfig
-from .heads import (BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
+from .heads import (BertForCausalLM, BertModel, BertForMaskedLM, BertForNextSentencePrediction, BertForPreTraining,
                     BertForSequenceClassification, BertLMHeadModel)
 from .outputs import ModelOutput
 

@@ -1,25 +1,27 @@
-"""The BERT encoder, one class per box of the paper's figure, with transformers' module names.
+"""BERT, one class per box of the paper's figure, with transformers' module names.
 
 Embeddings -> N x BertLayer (attention, add & norm, feed-forward, add & norm) -> pooler.
 The same blocks run as a decoder (causal self-attention, optional cross-attention, a key/value
-cache) for BertForCausalLM. Task heads live in heads.py; checkpoint files in hub.py.
+cache) for BertForCausalLM.
+
+This file is the model and nothing else. What users build adds, each from one place:
+    heads.py   the task heads, and the classes users build (minibert.BertModel, BertForMaskedLM, ...)
+    compat.py  what transformers' tools expect of those classes (from_pretrained, embeddings, checkpointing)
+    fast.py    the speed tricks, switched on for every model those classes build (fast.speed_up)
 
 Left out on purpose: TensorFlow loading, head pruning.
 """
 
 import dataclasses
-import inspect
 import math
-from functools import partial
+from typing import NamedTuple
 
 import torch
-import torch.utils.checkpoint
+import torch.nn.functional as F
 from torch import nn
 
-from .checks import ID_ARGUMENTS, as_tensor, check_inputs
-from .compat import TransformersHabits, as_minibert_config
-from .config import ACT2FN
-from .fast import Dropout, fused_attention, gather_positions, use_fused_attention  # speed tricks, see fast.py
+from .checks import check_inputs
+from .config import ACT2FN, as_minibert_config
 from .outputs import ModelOutput, model_output
 
 
@@ -32,7 +34,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None, past_length=0):
         x = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, C)
@@ -61,6 +63,13 @@ def attention(q, k, v, bias=None, is_causal=False, dropout=None):
     return (weights if dropout is None else dropout(weights)) @ v, weights
 
 
+class Attended(NamedTuple):
+    """What attention returns: the output, the weights (None unless asked for) and the keys and values."""
+    output: torch.Tensor  # (B, T, C)
+    weights: torch.Tensor | None  # (B, nh, T, S)
+    cache: tuple  # (k, v), each (B, nh, S, hs): what a later decoding step reads instead of computing again
+
+
 class MultiHeadAttention(nn.Module):
     """attention() over num_attention_heads heads. Queries come from x; keys and values from `context`:
     x itself (self-attention), the encoder's output (a decoder's cross-attention), or the whole sequence
@@ -75,17 +84,21 @@ class MultiHeadAttention(nn.Module):
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = Dropout(config.attention_probs_dropout_prob)
-        self.config = config  # config.attn_implementation: "eager" written out, "sdpa" fused, None: the faster
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+        # Two ways to the same result: PyTorch's fused kernel, or attention() written out, which alone can
+        # return the weights. Chosen here from config.attn_implementation ("eager": written out) and again by
+        # set_attn_implementation; where it is None, fast.py takes the faster way for each batch.
+        self.fused = config.attn_implementation != "eager"
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
-    def forward(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False,
-                return_state=False):
-        """x (B, T, C) -> (B, T, C); with return_state (as the layer asks), also the weights (B, nh, T, S),
-        if output_attentions, and the keys and values, for the cache."""
+    def forward(self, x, **kwargs):
+        """x (B, T, C) -> (B, T, C). attend() also returns the weights and the keys and values."""
+        return self.attend(x, **kwargs).output
+
+    def attend(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False):
         if self.is_cross_attention and cache is not None:
             k, v = cache  # the encoder's keys and values, computed at the first decoding step
         else:
@@ -94,15 +107,16 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        if use_fused_attention(self.config.attn_implementation, output_attentions, self.dropout, q):  # faster
-            y, weights = fused_attention(q, k, v, bias, is_causal, self.dropout.p if self.training else 0.0), None
+        if self.fused and not output_attentions:  # the fused kernel never makes the weights
+            bias = None if bias is None else bias.to(q.dtype)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=is_causal,
+                                               dropout_p=self.dropout.p if self.training else 0.0)
+            weights = None
         else:
             y, weights = attention(q, k, v, bias, is_causal, self.dropout)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
-        if not return_state:
-            return y
-        return y, weights if output_attentions else None, (k, v)
+        return Attended(y, weights if output_attentions else None, (k, v))
 
 
 class ResidualNorm(nn.Module):
@@ -115,7 +129,7 @@ class ResidualNorm(nn.Module):
         super().__init__()
         self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = Dropout(config.hidden_dropout_prob)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, residual):
         return self.LayerNorm(self.dropout(self.dense(x)) + residual)
@@ -127,11 +141,10 @@ class BertAttention(nn.Module):
         self.self = MultiHeadAttention(config, is_cross_attention)
         self.output = ResidualNorm(config, config.hidden_size)
 
-    def forward(self, x, return_state=False, **kwargs):
-        """x (B, T, C) -> attention, then Add & Norm; with return_state, also the weights and the keys and values."""
-        y, weights, kv = self.self(x, return_state=True, **kwargs)
-        y = self.output(y, x)
-        return (y, weights, kv) if return_state else y
+    def forward(self, x, **kwargs):
+        """x (B, T, C) -> attention, then Add & Norm: Attended(output, weights, cache)."""
+        attended = self.self.attend(x, **kwargs)
+        return attended._replace(output=self.output(attended.output, x))
 
 
 class BertIntermediate(nn.Module):
@@ -142,6 +155,14 @@ class BertIntermediate(nn.Module):
 
     def forward(self, x):
         return self.act(self.dense(x))
+
+
+class LayerOutput(NamedTuple):
+    """What a layer returns."""
+    hidden_states: torch.Tensor  # (B, T, C)
+    attentions: torch.Tensor | None  # (B, nh, T, S), with output_attentions
+    cross_attentions: torch.Tensor | None  # (B, nh, T, S_encoder), with output_attentions and an encoder
+    cache: tuple  # (self k, self v) or, with cross-attention, (self k, self v, cross k, cross v)
 
 
 class BertLayer(nn.Module):
@@ -156,51 +177,49 @@ class BertLayer(nn.Module):
         self.output = ResidualNorm(config, config.intermediate_size)
 
     def forward(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
-                cache=None, output_attentions=False, return_state=False):
-        """x (B, T, C) -> (B, T, C). With return_state (what BertEncoder asks for), also the attention
-        weights, the cross-attention weights and the keys and values of this layer.
-        context: what self-attention reads, when x holds only some of its positions (see BertEncoder)."""
+                cache=None, output_attentions=False):
+        """x (B, T, C) -> LayerOutput. context: what self-attention reads, when x holds only some of its
+        positions (see BertEncoder). cache: this layer's keys and values of the earlier decoding steps."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
-        x, att, kv = self.attention(x, context=context, bias=bias, is_causal=is_causal, cache=self_cache,
-                                    output_attentions=output_attentions, return_state=True)
-        cross_att = None
+        x, attentions, cache = self.attention(x, context=context, bias=bias, is_causal=is_causal, cache=self_cache,
+                                              output_attentions=output_attentions)
+        cross_attentions = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_att, cross_kv = self.crossattention(x, context=encoder_hidden_states, bias=encoder_bias,
-                                                         cache=cross_cache, output_attentions=output_attentions,
-                                                         return_state=True)
-            kv = kv + cross_kv  # (self k, self v, cross k, cross v): one cache entry per layer
+            x, cross_attentions, cross = self.crossattention(x, context=encoder_hidden_states, bias=encoder_bias,
+                                                             cache=cross_cache, output_attentions=output_attentions)
+            cache = cache + cross  # one cache entry per layer
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
-        return (x, att, cross_att, kv) if return_state else x
+        return LayerOutput(x, attentions, cross_attentions, cache)
 
 
 class BertEncoder(nn.Module):
-    """The stack of layers. Returns the last hidden states and what each layer produced along the way."""
+    """The stack of layers: the last hidden states, and what each layer produced along the way."""
 
     def __init__(self, config):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
-        self.checkpoint_every = 0  # n: recompute every n-th layer's activations backward (activation_checkpointing_enable)
 
     def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
                 past_key_values=None, output_attentions=False, positions=None):
-        """positions (B, K): the rows the heads will read (the masked ones and [CLS]). The last layer then
+        """-> ModelOutput with last_hidden_state, hidden_states (the input, then each layer's output),
+        attentions, cross_attentions and past_key_values (one cache entry per layer).
+        positions (B, K): the rows the heads will read (the masked ones and [CLS]). The last layer then
         computes only those rows, their attention still reading the whole sequence (its context)."""
-        hidden_states, attentions, cross_attentions, presents = (x,), (), (), ()
+        hidden_states, attentions, cross_attentions, caches = (x,), (), (), ()
         for i, layer in enumerate(self.layer):
             context = None
-            if positions is not None and i == len(self.layer) - 1:
-                context, x = x, gather_positions(x, positions)  # (B, K, C) queries, (B, T, C) keys and values
-            if self.training and self.checkpoint_every and i % self.checkpoint_every == 0:  # recomputed backward
-                layer = partial(torch.utils.checkpoint.checkpoint, layer, use_reentrant=False)
-            x, att, cross_att, kv = layer(
-                x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
-                encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
-                output_attentions=output_attentions, return_state=True)
+            if positions is not None and i == len(self.layer) - 1:  # (B, K, C) queries, (B, T, C) keys and values
+                context, x = x, x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
+            out = layer(x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
+                        encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
+                        output_attentions=output_attentions)
+            x = out.hidden_states
             hidden_states += (x,)
-            attentions += (att,)
-            cross_attentions += (cross_att,)
-            presents += (kv,)
-        return x, hidden_states, attentions, cross_attentions, presents
+            attentions += (out.attentions,)
+            cross_attentions += (out.cross_attentions,)
+            caches += (out.cache,)
+        return ModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
+                           cross_attentions=cross_attentions, past_key_values=caches)
 
 
 class BertPooler(nn.Module):
@@ -227,10 +246,8 @@ def attention_bias(attention_mask, q_len, k_len, causal, dtype):
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
-class BertPreTrainedModel(TransformersHabits, nn.Module):
-    """Shared by every model: weight init and transformers-format checkpoints (and, from compat.py, the
-    embedding methods of transformers' models)."""
-    hf_architecture = None  # the transformers class that reads our checkpoints
+class BertPreTrainedModel(nn.Module):
+    """What every model shares: its config and BERT's weight initialisation."""
 
     def __init__(self, config):
         super().__init__()
@@ -251,15 +268,6 @@ class BertPreTrainedModel(TransformersHabits, nn.Module):
                 nn.init.ones_(m.weight)
                 nn.init.zeros_(m.bias)
 
-    def __call__(self, *args, **kwargs):
-        """Run forward as nn.Module does, after turning ids, masks and labels given as lists or numpy
-        arrays into tensors on the model's device (a tensor is passed on as it is)."""
-        arguments = inspect.signature(self.forward).bind(*args, **kwargs).arguments  # every argument by name
-        for name in arguments:
-            if name in ID_ARGUMENTS:
-                arguments[name] = as_tensor(name, arguments[name], self.device)
-        return super().__call__(**arguments)
-
     @property
     def device(self):
         return next(self.parameters()).device
@@ -268,30 +276,10 @@ class BertPreTrainedModel(TransformersHabits, nn.Module):
     def dtype(self):
         return next(self.parameters()).dtype
 
-    def num_parameters(self, only_trainable=False, exclude_embeddings=False):
-        """The number of parameters, as transformers counts them: tied weights once, and without the
-        embedding tables (word, position, segment) when exclude_embeddings is set."""
-        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
-        return sum(p.numel() for p in self.parameters()  # parameters() yields a tied weight once
-                   if (p.requires_grad or not only_trainable) and not (exclude_embeddings and id(p) in embeddings))
-
-    @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path, **options):
-        """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin).
-        options: transformers' (dtype, output_loading_info, ignore_mismatched_sizes, attn_implementation)
-        and any config field to override (num_labels=7, ...); see hub.load_pretrained."""
-        from .hub import load_pretrained
-        return load_pretrained(cls, pretrained_model_name_or_path, **options)
-
-    def save_pretrained(self, path):
-        """Write config.json + model.safetensors that transformers' matching class loads as is."""
-        from .hub import save_pretrained
-        save_pretrained(self, path)
-
 
 class BertModel(BertPreTrainedModel):
-    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out."""
-    hf_architecture = "BertModel"
+    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out.
+    minibert.BertModel is this class with transformers' habits and minibert's speed tricks (heads.py)."""
 
     def __init__(self, config, add_pooling_layer=True):
         super().__init__(config)
@@ -317,26 +305,28 @@ class BertModel(BertPreTrainedModel):
 
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
         T = x.shape[1]
-        if attention_mask is not None and bool(attention_mask.all()):
-            attention_mask = None  # nothing is padded: let SDPA take its fastest path
-        # a decoder without padding or cache can use SDPA's built-in causal mask
-        is_causal = cfg.is_decoder and attention_mask is None and past_length == 0 and not output_attentions
-        bias = None if is_causal else attention_bias(attention_mask, T, past_length + T, cfg.is_decoder, x.dtype)
+        padded = attention_mask is not None and not bool(attention_mask.all())
+        # a decoder without padding or cache can use the fused kernel's own causal mask
+        is_causal = cfg.is_decoder and not padded and past_length == 0 and not output_attentions
+        bias = None if is_causal else attention_bias(attention_mask if padded else None, T, past_length + T,
+                                                     cfg.is_decoder, x.dtype)
         encoder_bias = None
         if encoder_attention_mask is not None:
             encoder_bias = attention_bias(encoder_attention_mask, T, encoder_attention_mask.shape[1], False, x.dtype)
 
-        x, hidden_states, attentions, cross_attentions, presents = self.encoder(
-            x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states, encoder_bias=encoder_bias,
-            past_key_values=past_key_values, output_attentions=output_attentions, positions=positions)
+        out = self.encoder(x, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
+                           encoder_bias=encoder_bias, past_key_values=past_key_values,
+                           output_attentions=output_attentions, positions=positions)
+        x = out.last_hidden_state
         return model_output(ModelOutput(
             last_hidden_state=x,
             pooler_output=self.pooler(x) if self.pooler is not None else None,
-            past_key_values=presents if use_cache else None,
-            hidden_states=hidden_states if output_hidden_states else None,
-            attentions=attentions if output_attentions else None,
+            past_key_values=out.past_key_values if use_cache else None,
+            hidden_states=out.hidden_states if output_hidden_states else None,
+            attentions=out.attentions if output_attentions else None,
             # with output_attentions, transformers returns cross_attentions, empty without an encoder to attend to
-            cross_attentions=(cross_attentions if encoder_hidden_states is not None else ()) if output_attentions else None,
+            cross_attentions=(out.cross_attentions if encoder_hidden_states is not None else ())
+            if output_attentions else None,
         ), return_dict)
 
 

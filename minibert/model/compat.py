@@ -1,30 +1,33 @@
 """What transformers' users and tools reach for besides the forward pass, with transformers' meaning:
-a transformers BertConfig taken as it is, the attributes its tools read (`main_input_name`,
-`base_model_prefix`, `can_generate()`, the attention flags) and the embedding tables
+a transformers BertConfig taken as it is, ids given as lists, checkpoint files (`from_pretrained`,
+`save_pretrained`), the attributes its tools read (`main_input_name`, `base_model_prefix`,
+`can_generate()`, the attention flags), activation checkpointing, and the embedding tables
 (`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after `tokenizer.add_tokens`).
-Every minibert model has them through BertPreTrainedModel; tests/model/test_api.py compares each with
-transformers' on the same weights.
+Every class users build (heads.py) has them through TransformersHabits; tests/model/test_api.py
+compares each with transformers' on the same weights.
 """
 
+import dataclasses
+import inspect
+from functools import partial
+
 import torch
+import torch.utils.checkpoint
 from torch import nn
 
-from .config import BertConfig, check_attention
-
-
-def as_minibert_config(config):
-    """A minibert BertConfig; a transformers BertConfig is read through its dict, as config.json would be."""
-    if isinstance(config, BertConfig):
-        return config
-    if getattr(config, "model_type", None) == "bert" and hasattr(config, "to_dict"):
-        return BertConfig.from_dict(config.to_dict())
-    raise TypeError(f"config must be a BertConfig (minibert's or transformers'), got {type(config).__name__}")
+from . import hub
+from .bert import MultiHeadAttention
+from .checks import ID_ARGUMENTS, as_tensor
+from .config import BertConfig, as_minibert_config, check_attention
+from .fast import speed_up
 
 
 class TransformersHabits:
-    """Mixed into BertPreTrainedModel. The input table is `embeddings.word_embeddings` of the encoder
-    (`base_model`: the model's `bert`, or the model itself); the output table is the masked-LM decoder
-    (`cls.predictions.decoder`), tied to the input table as in BERT, or None for a model without one."""
+    """Mixed into every class users build (heads.py), before the model it builds on. The input table is
+    `embeddings.word_embeddings` of the encoder (`base_model`: the model's `bert`, or the model itself);
+    the output table is the masked-LM decoder (`cls.predictions.decoder`), tied to the input table as in
+    BERT, or None for a model without one."""
+    hf_architecture = None  # the transformers class that reads our checkpoints
     main_input_name = "input_ids"  # what Trainer and pipelines feed first
     base_model_prefix = "bert"  # the encoder's attribute, and the prefix of its weights' names
     _supports_sdpa = True  # attention through torch's scaled_dot_product_attention (and a spelled-out path)
@@ -43,14 +46,41 @@ class TransformersHabits:
         return True
 
     def post_init(self):
-        """What transformers' models call at the end of __init__; minibert's initialize their weights in
-        __init__, so this only ties the decoder again (it never draws trained weights anew)."""
+        """What transformers' models call at the end of __init__, and minibert's too: tie the decoder to the
+        input table and switch on minibert's speed tricks (fast.speed_up). It never draws weights anew."""
         self.tie_weights()
+        speed_up(self)
+
+    def __call__(self, *args, **kwargs):
+        """Run forward as nn.Module does, after turning ids, masks and labels given as lists or numpy
+        arrays into tensors on the model's device (a tensor is passed on as it is)."""
+        if any(not (a is None or isinstance(a, (torch.Tensor, bool, tuple))) for a in args):  # ids as a list, say
+            args, kwargs = (), inspect.signature(self.forward).bind(*args, **kwargs).arguments
+        for name in set(ID_ARGUMENTS).intersection(kwargs):
+            kwargs[name] = as_tensor(name, kwargs[name], self.device)
+        return super().__call__(*args, **kwargs)
+
+    def num_parameters(self, only_trainable=False, exclude_embeddings=False):
+        """The number of parameters, as transformers counts them: tied weights once, and without the
+        embedding tables (word, position, segment) when exclude_embeddings is set."""
+        embeddings = {id(m.weight) for m in self.modules() if isinstance(m, nn.Embedding)}
+        return sum(p.numel() for p in self.parameters()  # parameters() yields a tied weight once
+                   if (p.requires_grad or not only_trainable) and not (exclude_embeddings and id(p) in embeddings))
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path, **options):
+        """Load a transformers-format folder (config.json + model.safetensors or pytorch_model.bin).
+        options: transformers' (dtype, output_loading_info, ignore_mismatched_sizes, attn_implementation)
+        and any config field to override (num_labels=7, ...); see hub.load_pretrained."""
+        return hub.load_pretrained(cls, pretrained_model_name_or_path, **options)
+
+    def save_pretrained(self, path):
+        """Write config.json + model.safetensors that transformers' matching class loads as is."""
+        hub.save_pretrained(self, path)
 
     @classmethod
     def _from_config(cls, config, dtype=None, torch_dtype=None, **overrides):
         """A new model from a config, with transformers' options (attn_implementation=, dtype=)."""
-        import dataclasses
         model = cls(dataclasses.replace(as_minibert_config(config), **overrides) if overrides else config)
         dtype = dtype if dtype is not None else torch_dtype
         return model if dtype is None else model.to(dtype)
@@ -67,10 +97,13 @@ class TransformersHabits:
                              "minibert does not offload")
         if not isinstance(every_n_layers, int) or every_n_layers < 1:
             raise ValueError(f"every_n_layers must be a whole number above 0, got {every_n_layers!r}")
-        self.encoder_stack().checkpoint_every = every_n_layers
+        self.activation_checkpointing_disable()
+        for layer in self.encoder_stack().layer[::every_n_layers]:
+            layer.forward = partial(checkpointed_forward, layer)
 
     def activation_checkpointing_disable(self):
-        self.encoder_stack().checkpoint_every = 0
+        for layer in self.encoder_stack().layer:
+            layer.__dict__.pop("forward", None)  # the class's forward again
 
     def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None, **kwargs):
         """transformers' older name for activation_checkpointing_enable."""
@@ -81,7 +114,7 @@ class TransformersHabits:
 
     @property
     def is_activation_checkpointing(self):
-        return self.encoder_stack().checkpoint_every > 0
+        return any("forward" in layer.__dict__ for layer in self.encoder_stack().layer)
 
     @property
     def is_gradient_checkpointing(self):  # transformers' older name
@@ -109,9 +142,12 @@ class TransformersHabits:
         return self.base_model.encoder
 
     def set_attn_implementation(self, name):
-        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two on each call;
-        the layers read it from the config at every call."""
+        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two for each batch
+        (fast.py)."""
         self.config.attn_implementation = check_attention(name)
+        for m in self.modules():
+            if isinstance(m, MultiHeadAttention):
+                m.fused = name != "eager"  # with None, fast.choose_attention changes it for each batch
 
     @classmethod
     def can_generate(cls):
@@ -198,3 +234,12 @@ def grown(table, n, mean_resizing, std):
     else:
         new = torch.randn(n - old, table.shape[1], dtype=table.dtype, device=table.device) * std
     return torch.cat([table.detach(), new])
+
+
+def checkpointed_forward(layer, *args, **kwargs):
+    """A layer's forward that keeps none of its activations in training: the backward pass computes them
+    again (torch.utils.checkpoint), for less memory and about a third more time."""
+    forward = type(layer).forward
+    if not layer.training:
+        return forward(layer, *args, **kwargs)
+    return torch.utils.checkpoint.checkpoint(forward, layer, *args, use_reentrant=False, **kwargs)

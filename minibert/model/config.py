@@ -242,5 +242,14 @@ def label_maps(id2label, label2id, num_labels):
     return id2label, label2id
 
 
+def as_minibert_config(config):
+    """A minibert BertConfig; a transformers BertConfig is read through its dict, as config.json would be."""
+    if isinstance(config, BertConfig):
+        return config
+    if getattr(config, "model_type", None) == "bert" and hasattr(config, "to_dict"):
+        return BertConfig.from_dict(config.to_dict())
+    raise TypeError(f"config must be a BertConfig (minibert's or transformers'), got {type(config).__name__}")
+
+
 PRESETS = ("tiny", "mini", "small", "base")
 NO_DROPOUT = dict(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)

@@ -1,24 +1,27 @@
-"""Speed tricks, kept out of the model's reading path. Each computes what the plain PyTorch it stands
-for computes (Dropout: a mask with the same drop rate, drawn more cheaply); tests/model/test_fast_paths.py
-checks each against the plain way.
+"""Speed tricks, kept out of the model's reading path: bert.py is written plainly, and speed_up switches
+these on for every model the classes users build (heads.py) make. Each computes what the plain PyTorch
+it stands for computes (Dropout: a mask with the same drop rate, drawn more cheaply);
+tests/model/test_fast_paths.py checks each against the plain way.
 
 Dropout: nn.Dropout with a cheaper random mask on the CPU.
-use_fused_attention / fused_attention: PyTorch's fused attention kernel where it is the faster path.
-gather_positions: the rows an encoder's last layer computes when the heads read only a few positions.
-
+choose_attention: for each batch, the faster of the two attention paths (fused or written out).
 cross_entropy_in_chunks: the language-model loss over a large vocabulary, for bfloat16 logits.
     F.cross_entropy(logits.float(), labels) makes a float32 copy of the (N, V) logits, a float32 table
     of log-probabilities and, in the backward pass, a zero-filled float32 gradient table and a cast back
     to bfloat16: several passes over tens of megabytes for a causal LM, which sees every position. Here
-    the same float32 arithmetic runs a few rows at a time, in the processor's cache, and only the
-    log-sum-exp of each row is kept for the backward pass.
+    the same float32 arithmetic runs a few rows at a time, and only the log-sum-exp of each row is kept
+    for the backward pass.
 """
+
+from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-ROWS_PER_CHUNK = 32  # 32 rows of an 8,000-token vocabulary in float32: 1 MB, within a core's cache
+from .bert import BertModel, MultiHeadAttention
+
+ROWS_PER_CHUNK = 32  # rows of logits turned to float32 at a time (benchmarks/train_step.py --bf16 times it)
 
 
 class ChunkedCrossEntropy(torch.autograd.Function):
@@ -71,31 +74,39 @@ class Dropout(nn.Dropout):
         return x * keep.to(x.dtype).mul_(1 / (1 - self.p))
 
 
-def gather_positions(x, positions):
-    """x (B, T, C) -> (B, K, C), the rows at positions (B, K). When the heads read only a few positions
-    (the masked ones and [CLS]: about a sixth at 15% masking), the encoder's last layer computes only
-    those rows, while their attention still reads every token: most of the last layer's work is saved."""
-    return x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
+WRITTEN_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many positions attention is written out
 
 
-def fused_attention(q, k, v, bias, is_causal, dropout_p):
-    """PyTorch's scaled_dot_product_attention: the same softmax(q k^T / sqrt(d)) v as model.attention, in
-    one fused kernel that never stores the (T, S) weights."""
-    bias = None if bias is None else bias.to(q.dtype)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p, is_causal=is_causal)
+def writes_attention_out(config, training, device_type, bf16, positions):
+    """Does attention take the written-out path? For config.attn_implementation "eager" always and "sdpa"
+    never; left to minibert (None), only where that is the faster path: training on a CPU with attention
+    dropout (the fused kernel draws its mask slowly there) or in bf16 with up to 256 positions (the fused
+    kernel's backward pass is the slower one there; benchmarks/attention.py times both). Weights asked
+    for (output_attentions) are always written out: the fused kernel never makes them."""
+    if config.attn_implementation is not None:
+        return config.attn_implementation == "eager"
+    return training and device_type == "cpu" and (
+        config.attention_probs_dropout_prob > 0 or (bf16 and positions <= WRITTEN_OUT_MAX_POSITIONS))
 
 
-WRITTEN_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many queries attention is written out
+def choose_attention(model, embeddings, inputs, x):
+    """A forward hook on model's embeddings: before its layers run, every attention module of the model
+    takes the path writes_attention_out chooses for this batch, x (B, T, C)."""
+    device = x.device.type
+    bf16 = x.dtype == torch.bfloat16 or (torch.is_autocast_enabled(device)
+                                         and torch.get_autocast_dtype(device) == torch.bfloat16)
+    fused = not writes_attention_out(model.config, model.training, device, bf16, x.shape[1])
+    for m in model.encoder.modules():
+        if isinstance(m, MultiHeadAttention):
+            m.fused = fused
 
 
-def use_fused_attention(implementation, output_attentions, dropout, q):
-    """The one switch between the two attention paths: the fused kernel unless the weights are asked
-    for (it never makes them) or the config says "eager"; otherwise "sdpa" fuses. Left to minibert (None),
-    it writes attention out where that is the faster path: training on a CPU with attention dropout
-    (the kernel draws its mask slowly there) or in bf16 with up to 256 positions (the kernel's backward
-    pass is the slower one there; benchmarks/attention.py times both)."""
-    if output_attentions or implementation == "eager":
-        return False
-    if implementation == "sdpa" or not (dropout.training and q.device.type == "cpu"):
-        return True
-    return not (dropout.p > 0 or (q.dtype == torch.bfloat16 and q.shape[-2] <= WRITTEN_OUT_MAX_POSITIONS))
+def speed_up(model):
+    """Switch minibert's speed tricks on in model: every nn.Dropout draws its mask as Dropout does, and each
+    encoder chooses its attention path per batch. Calling it again changes nothing."""
+    for m in model.modules():
+        if type(m) is nn.Dropout:
+            m.__class__ = Dropout  # the same module, with Dropout's forward
+        if isinstance(m, BertModel) and not getattr(m, "chooses_attention", False):
+            m.embeddings.register_forward_hook(partial(choose_attention, m))
+            m.chooses_attention = True

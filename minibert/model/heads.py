@@ -16,16 +16,30 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import fast, generation
+from . import bert, fast, generation
 from . import labels as label_rules  # label_rules.shift_labels: get_accuracy has an argument of that name
-from .bert import BertModel, BertPreTrainedModel, decoder_config
+from .bert import decoder_config
 from .checks import IGNORE_INDEX, as_tensor, check_labels
+from .compat import TransformersHabits
 from .config import ACT2FN
-from .fast import Dropout
 from .generation import positions_from_mask
 from .labels import check_causal_labels, shift_labels
 from .outputs import ModelOutput, model_output
 from .scoring import pseudo_perplexity
+
+
+class BertPreTrainedModel(TransformersHabits, bert.BertPreTrainedModel):
+    """What every class below shares: BERT's config and initialisation (bert.py) with transformers' habits
+    (compat.py). Each __init__ ends with post_init(), which also switches on the speed tricks (fast.py)."""
+
+
+class BertModel(TransformersHabits, bert.BertModel):
+    __doc__ = bert.BertModel.__doc__
+    hf_architecture = "BertModel"
+
+    def __init__(self, config, add_pooling_layer=True):
+        super().__init__(config, add_pooling_layer)
+        self.post_init()
 
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source
@@ -188,7 +202,7 @@ class BertForMaskedLM(BertPreTrainedModel):
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
         self.init_weights()
-        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
+        self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, masked_only=False, output_attentions=None,
@@ -250,6 +264,7 @@ class BertForNextSentencePrediction(BertPreTrainedModel):
         self.bert = BertModel(self.config)
         self.cls = BertPreTrainingHeads(self.config, mlm=False)
         self.init_weights()
+        self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
@@ -289,7 +304,7 @@ class BertForPreTraining(BertPreTrainedModel):
         self.bert = BertModel(self.config)
         self.cls = BertPreTrainingHeads(self.config)
         self.init_weights()
-        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
+        self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, next_sentence_label=None, masked_only=False,
@@ -327,9 +342,10 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.bert = BertModel(self.config)
         config = self.config
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = Dropout(p)
+        self.dropout = nn.Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
+        self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
@@ -383,7 +399,7 @@ class BertForCausalLM(BertPreTrainedModel):
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
         self.init_weights()
-        self.tie_weights()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
+        self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None, labels=None,

@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from ..cache import locked, share_like_any_file
-from .compat import as_minibert_config
+from .config import as_minibert_config
 from .config import BertConfig
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")

@@ -6,8 +6,9 @@ The estimate is what training adds to what the process already holds (the model,
     16 bytes per parameter: its gradient, AdamW's two moments, and a copy for the forward pass
   + per token and layer, the activations the backward pass keeps: about 10 numbers per hidden unit
     (the layer's input, queries, keys, values, the attention output, the sub-layers' outputs and their
-    LayerNorms), 2 per feed-forward unit (before and after GELU) and 2 per attention score of the
-    token's row (the scores and their softmax, where attention is written out)
+    LayerNorms), 2 per feed-forward unit (before and after GELU) and, where attention is written out
+    (fast.writes_attention_out), 2 per attention score of the token's row (the scores and their softmax);
+    with dropout, its masks: 3 per hidden unit, and 1 per attention score
   + the output scores over the vocabulary and their gradients: every position for a causal LM, only
     the masked ones for a masked LM; 20 bytes per score in float32, 10 under bf16 autocast.
 docs/experiments.md ("Memory") compares it with the peak memory of real runs.
@@ -17,18 +18,24 @@ import os
 
 import torch
 
+from ..model.fast import writes_attention_out
+
 PARAMETER_BYTES = 16
 HIDDEN_NUMBERS, INTERMEDIATE_NUMBERS, SCORE_NUMBERS = 10, 2, 2  # kept per token and layer, float32 each
+DROPOUT_NUMBERS = 3  # with hidden dropout: a mask per hidden unit after the embeddings, attention and feed-forward
 VOCABULARY_BYTES = {False: 20, True: 10}  # per output score: float32, or bf16 autocast
 GB = 1e9
 
 
-def training_bytes(model, batch_size, max_length, scored_share=1.0, bf16=False):
+def training_bytes(model, batch_size, max_length, scored_share=1.0, bf16=False, device_type="cpu"):
     """(fixed, per batch): bytes that training `model` needs beyond the model itself, on batches of
     batch_size x max_length tokens of which scored_share get scores over the vocabulary."""
     c = model.config
-    per_layer = (HIDDEN_NUMBERS * c.hidden_size + INTERMEDIATE_NUMBERS * c.intermediate_size
-                 + SCORE_NUMBERS * c.num_attention_heads * max_length)
+    per_layer = HIDDEN_NUMBERS * c.hidden_size + INTERMEDIATE_NUMBERS * c.intermediate_size
+    if writes_attention_out(c, True, device_type, bf16, max_length):
+        per_layer += (SCORE_NUMBERS + (c.attention_probs_dropout_prob > 0)) * c.num_attention_heads * max_length
+    if c.hidden_dropout_prob > 0:
+        per_layer += DROPOUT_NUMBERS * c.hidden_size  # the masks of its three dropouts
     per_token = 4 * c.num_hidden_layers * per_layer + scored_share * VOCABULARY_BYTES[bool(bf16)] * c.vocab_size
     parameters = sum(p.numel() for p in model.parameters())
     return PARAMETER_BYTES * parameters, batch_size * max_length * per_token
@@ -63,7 +70,7 @@ def check_memory(model, batch_size, max_length, device, scored_share=1.0, bf16=F
     available = available_bytes(device)
     if available is None:
         return
-    fixed, batch = training_bytes(model, batch_size, max_length, scored_share, bf16)
+    fixed, batch = training_bytes(model, batch_size, max_length, scored_share, bf16, device.type)
     needed = processes * (fixed + batch)
     if needed <= available:
         return

@@ -216,6 +216,9 @@ class Trainer:
             args = dataclasses.replace(args, lr=default_lr(model.config))
         self.args, self.tokenizer, self.out, self.save_every = args, tokenizer, out, save_every
         self.train_examples, self.heldout_examples = train_examples, heldout_examples[:args.eval_examples]
+        if len(train_examples) < args.batch_size * self.world:
+            raise ValueError(f"{len(train_examples)} training examples cannot fill one step of "
+                             f"{args.batch_size} x {self.world} processes; use more text or a smaller batch_size")
         self.bf16 = resolve_bf16(args.bf16, self.device, verbose and self.rank == 0)
         # Before the first allocation of training: a batch too large is refused with the batch size that fits,
         # not killed by the kernel mid-step. On a CPU, torchrun's processes share this machine's memory.
@@ -226,9 +229,6 @@ class Trainer:
             scored = args.mlm_probability + 1 / args.max_length  # the masked ones (and [CLS]) for a masked LM
         check_memory(model, args.batch_size, args.max_length, self.device, scored_share=scored, bf16=self.bf16,
                      processes=int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if self.device.type == "cpu" else 1)
-        if len(train_examples) < args.batch_size * self.world:
-            raise ValueError(f"{len(train_examples)} training examples cannot fill one step of "
-                             f"{args.batch_size} x {self.world} processes; use more text or a smaller batch_size")
         self.model = model.to(self.device).train()
         self.ddp = DistributedDataParallel(self.model) if self.world > 1 else self.model
         decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]

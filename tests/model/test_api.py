@@ -399,15 +399,15 @@ def test_loading_options_give_what_transformers_gives(tmp_path):
 def test_attn_implementation_chooses_the_path_and_keeps_the_numbers(tmp_path, implementation, monkeypatch):
     randomize(transformers.BertModel(transformers.BertConfig(**CONFIGS["gelu"])), seed=2).save_pretrained(tmp_path)
     fused = []
-    monkeypatch.setattr(minibert.model.bert, "fused_attention",
-                        lambda *a, _f=minibert.model.bert.fused_attention: fused.append(1) or _f(*a))
+    monkeypatch.setattr(minibert.model.bert.F, "scaled_dot_product_attention",
+                        lambda *a, _f=torch.nn.functional.scaled_dot_product_attention, **k: fused.append(1) or _f(*a, **k))
     ours = minibert.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
     theirs = transformers.BertModel.from_pretrained(tmp_path, attn_implementation=implementation)
     inputs = {k: make_batch(CONFIGS["gelu"])[k] for k in INPUTS}
     with torch.no_grad():
-        torch.testing.assert_close(ours(**inputs).last_hidden_state, theirs(**inputs).last_hidden_state,
-                                   atol=1e-5, rtol=1e-5)
-    assert bool(fused) == (implementation == "sdpa")  # the switch decides the path
+        got = ours(**inputs).last_hidden_state
+        assert bool(fused) == (implementation == "sdpa")  # the switch decides the path
+        torch.testing.assert_close(got, theirs(**inputs).last_hidden_state, atol=1e-5, rtol=1e-5)
     ours.set_attn_implementation("eager" if implementation == "sdpa" else "sdpa")
     fused.clear()
     with torch.no_grad():

@@ -81,8 +81,26 @@ def test_positions_are_refused_for_a_decoder_or_outside_the_sequence():
         encoder(torch.ones(2, 5, dtype=torch.long), positions=torch.zeros(3, 1, dtype=torch.long))
 
 
+@pytest.mark.parametrize("cls", [minibert.BertModel, minibert.BertForPreTraining, minibert.BertForCausalLM,
+                                 minibert.BertForSequenceClassification])
+def test_every_model_users_build_has_the_speed_tricks_on(cls):
+    """bert.py is written with plain nn.Dropout and both attention paths; the classes users build switch
+    the speed tricks on (fast.speed_up): the cheaper dropout mask and the per-batch attention choice."""
+    model = cls(minibert.BertConfig.tiny(vocab_size=99, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
+    dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
+    assert dropouts and all(type(m) is minibert.model.fast.Dropout for m in dropouts)
+    attention = [m for m in model.modules() if isinstance(m, minibert.model.bert.MultiHeadAttention)]
+    model.train()(torch.randint(5, 99, (2, 8)))
+    assert not any(m.fused for m in attention)  # training on a CPU with attention dropout: written out
+    with torch.no_grad():
+        model.eval()(torch.randint(5, 99, (2, 8)))
+    assert all(m.fused for m in attention)  # otherwise the fused kernel
+    plain = minibert.model.bert.BertModel(minibert.BertConfig.tiny(vocab_size=99))  # the figure alone: plain modules
+    assert all(type(m) is torch.nn.Dropout for m in plain.modules() if isinstance(m, torch.nn.Dropout))
+
+
 def test_cpu_dropout_drops_p_of_the_elements_and_rescales_the_rest():
-    drop = minibert.model.bert.Dropout(0.1)
+    drop = minibert.model.fast.Dropout(0.1)
     x = torch.ones(1000, 1000, requires_grad=True)
     torch.manual_seed(0)
     y = drop(x)
@@ -117,33 +135,33 @@ def test_causal_attention_stays_causal_when_training_with_dropout():
 
 
 @pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForCausalLM], ids=["encoder", "decoder"])
-def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused_numbers(monkeypatch, cls):
+def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused_numbers(cls):
     """In bf16 on a CPU the fused attention's backward pass is slow for short sequences, so training
     takes the spelled-out path there; loss and gradients must be those of the fused kernel."""
     config = minibert.BertConfig(**CONFIGS["gelu"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                  is_decoder=cls is minibert.BertForCausalLM)
     model = randomize(cls(config), seed=8).train()
     batch = make_batch(CONFIGS["gelu"])
-    choose = minibert.model.fast.use_fused_attention
-    chosen = []
+    attention = [m for m in model.modules() if isinstance(m, minibert.model.bert.MultiHeadAttention)]
 
-    def loss_and_grads(rule):
-        monkeypatch.setattr(minibert.model.bert, "use_fused_attention", rule)
+    def loss_and_grads(implementation):
+        model.set_attn_implementation(implementation)
         model.zero_grad()
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = model(batch["input_ids"], batch["attention_mask"], labels=batch["mlm_labels"])
         out.loss.backward()
-        return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}
+        return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}, [m.fused for m in attention]
 
-    spelled = loss_and_grads(lambda *args: chosen.append(choose(*args)) or chosen[-1])
-    fused = loss_and_grads(lambda *args: True)
-    assert chosen and not any(chosen)  # every layer took the spelled-out path
+    spelled = loss_and_grads(None)  # minibert's choice
+    fused = loss_and_grads("sdpa")
+    assert not any(spelled[2]) and all(fused[2])  # every layer took the spelled-out path, then the fused one
     assert abs(spelled[0] - fused[0]) < 1e-2 * abs(fused[0])
     a, b = (torch.cat([g.flatten() for g in grads[1].values()]) for grads in (spelled, fused))
     assert (a - b).norm() < 0.02 * b.norm()  # bf16 rounds differently in the two paths: 1-2%, not more
-    model.eval()
-    assert choose(None, False, model.bert.encoder.layer[0].attention.self.dropout,
-                  torch.zeros(1, 1, 4, 8, dtype=torch.bfloat16))  # not training: the fused kernel
+    model.set_attn_implementation(None)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        model.eval()(batch["input_ids"], batch["attention_mask"])
+    assert all(m.fused for m in attention)  # not training: the fused kernel
 
 
 @pytest.mark.parametrize("rows", [1, 31, 100], ids=lambda n: f"{n}_rows")

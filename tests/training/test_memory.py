@@ -6,35 +6,41 @@ import subprocess
 import sys
 
 import pytest
+import torch
+from transformers import AutoTokenizer
 
 import minibert
-from minibert.training import memory
+from minibert.training import memory, trainer
 
 
-def test_a_batch_too_large_for_a_laptop_is_refused_with_the_batch_size_that_fits(small, monkeypatch):
+SHIPPED_TOKENIZER = os.path.join(os.path.dirname(__file__), "..", "..", "checkpoints", "bert-mlm")
+
+
+def test_a_batch_too_large_for_a_laptop_is_refused_with_the_batch_size_that_fits(corpus, monkeypatch):
     laptop = 8e9  # bytes free
     monkeypatch.setattr(memory, "available_bytes", lambda device: laptop)
-    docs, tokenizer = small
+    docs = corpus
+    tokenizer = AutoTokenizer.from_pretrained(SHIPPED_TOKENIZER)
     with pytest.raises(ValueError, match=r"not enough memory: training this model \(.*M parameters\) on batches of "
                                          r"512 x 128 tokens needs about .* GB, and this CPU has 8.0 GB free\. A "
                                          r"batch_size \(--batch-size\) of at most (\d+) fits") as refused:
         minibert.pretrain("mlm", "base", corpus=docs, tokenizer=tokenizer, batch_size=512, max_length=128, steps=1,
                           progress=False, verbose=False)
     fits = int(refused.value.args[0].split("of at most ")[1].split()[0])
-    model = minibert.BertForMaskedLM(minibert.BertConfig.base(vocab_size=len(tokenizer)))
+    model = minibert.BertForMaskedLM(minibert.BertConfig.base(  # the model pretrain built
+        vocab_size=len(tokenizer), max_position_embeddings=max(trainer.MIN_POSITIONS, 128)))
+    bf16 = trainer.resolve_bf16(None, torch.device("cpu"), verbose=False)  # as pretrain trains on this CPU
     share = 0.15 + 1 / 128  # the masked positions and [CLS] get scores over the vocabulary
     assert 1 <= fits < 512
-    assert sum(memory.training_bytes(model, fits, 128, share)) <= laptop  # the batch it names fits
-    assert sum(memory.training_bytes(model, fits + 1, 128, share)) > laptop  # and is the largest that does
+    assert sum(memory.training_bytes(model, fits, 128, share, bf16)) <= laptop  # the batch it names fits
+    assert sum(memory.training_bytes(model, fits + 1, 128, share, bf16)) > laptop  # and is the largest that does
 
 
-def test_the_command_line_refuses_a_batch_no_machine_holds_before_training(small, tmp_path):
-    docs, _ = small
-    text = tmp_path / "corpus.txt"
-    text.write_text("\n\n".join("\n".join(doc) for doc in docs))
+def test_the_command_line_refuses_a_batch_no_machine_holds_before_training(tmp_path):
+    """4,096 blocks of 128 tokens through bert-base as a causal LM: about 500 GB."""
     refused = subprocess.run(
-        [sys.executable, "-m", "minibert", "pretrain", "--objective", "clm", "--preset", "base", "--corpus", str(text),
-         "--vocab-size", "1500", "--batch-size", "1000000", "--max-length", "128", "--steps", "1",
+        [sys.executable, "-m", "minibert", "pretrain", "--objective", "clm", "--preset", "base", "--tokenizer",
+         SHIPPED_TOKENIZER, "--batch-size", "4096", "--max-length", "128", "--steps", "1",
          "--out", str(tmp_path / "run")], env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True,
         timeout=300)
     assert refused.returncode != 0
