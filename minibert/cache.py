@@ -55,9 +55,9 @@ def share_like_any_file(path):
 
 
 # The modules whose code decides a trained model: a change to any of them is a new result.
-TRAINING_CODE = ("model/config.py", "model/bert.py", "model/heads.py", "model/fast.py", "model/compat.py",
-                 "model/labels.py", "data/examples.py", "data/collators.py", "training/objectives.py",
-                 "training/metrics.py", "training/trainer.py", "model/hub.py")
+TRAINING_CODE = ("values.py", "model/config.py", "model/bert.py", "model/heads.py", "model/losses.py", "model/fast.py",
+                 "model/compat.py", "model/labels.py", "data/examples.py", "data/collators.py", "training/objectives.py",
+                 "training/metrics.py", "training/trainer.py", "training/memory.py", "model/hub.py")
 
 
 def fingerprint(*parts, code=(), files=(), blobs=()):

@@ -117,7 +117,8 @@ def cmd_fill_mask(a):
 
 def cmd_generate(a):
     import torch
-    from .model.heads import BertForCausalLM, encode_text
+    from .model.heads import BertForCausalLM
+    from .model.helpers import encode_text
     model, tokenizer = load_head(a.dir, BertForCausalLM, "mlm")
     if model.loading_info["missing_keys"] or trained_as(a.dir) != "BertLMHeadModel":
         print(f"note: this checkpoint was trained as {trained_as(a.dir)}, not as a causal LM; its continuations "

@@ -28,3 +28,10 @@ def corpus():
 @pytest.fixture(scope="session")
 def tokenizer(corpus):
     return minibert.train_tokenizer(corpus, vocab_size=8000)
+
+
+@pytest.fixture(scope="session")
+def course():
+    """The course's tokenizer and documents, as the figures use them."""
+    from minibert.course import figures
+    return figures.Course()

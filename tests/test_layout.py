@@ -1,6 +1,7 @@
 """The package's layout: each module sits in a room, and rooms import only the rooms below them.
 
-    files      cache.py: the cache folder, whole-file writes, locks, permissions
+    base       values.py: the value checks every room shares; cache.py: the cache folder, whole-file
+               writes, locks, permissions
     model      model/: config, encoder, heads, generation, outputs, input checks, label rules, fast paths,
                transformers habits, checkpoint files, scoring
     data       data/: corpus, tokenizer, examples, collators, the everyday blanks
@@ -19,7 +20,7 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "minibert"
 ROOMS = {  # room -> the top-level names under minibert/ that belong to it
-    "files": {"cache"},
+    "base": {"values", "cache"},
     "model": {"model"},
     "data": {"data"},
     "training": {"training"},
@@ -110,7 +111,7 @@ def test_the_layout_check_sees_an_import_inside_a_function(tmp_path):
 
 def test_every_room_is_a_folder_of_the_package():
     for room, names in ROOMS.items():
-        if room not in ("files", "cli"):
+        if room not in ("base", "cli"):
             assert (PACKAGE / room / "__init__.py").is_file(), f"the {room} room has no folder minibert/{room}/"
     tops = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
     assert tops == set().union(*ROOMS.values()), f"modules outside the rooms: {tops - set().union(*ROOMS.values())}"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import torch
 
 from ..model.checks import as_tensor, check_ids
-from ..model.config import check_value, is_number
+from ..values import check_value, is_number
 from ..model.labels import IGNORE_INDEX
 from .examples import check_share, special_ids
 

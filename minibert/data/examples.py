@@ -10,7 +10,7 @@ same; only inputs and labels differ (the collators in collators.py pad and mask 
 import random
 from collections.abc import Mapping
 
-from ..model.config import check_value, is_number
+from ..values import check_value, is_number
 
 DOCUMENTS_MUST = ('documents must be a list of documents, each a list of sentence strings, like '
                   '[["First sentence.", "Second."], ["Another document."]]')

@@ -12,7 +12,7 @@ import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from ..cache import atomic_file, cache_dir, fingerprint
-from ..model.config import check_value, is_whole
+from ..values import check_value, is_whole
 from .examples import check_documents
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]  # ids 0, 1, 2, 3, 4

@@ -6,6 +6,8 @@ above it (data, training, the course).
                    room it imports only config, checks and outputs)
     heads.py       the classes users build: BertModel and the heads (masked LM, next sentence, pretraining,
                    classification, causal LM), each bert.py's modules with compat.py's habits
+    helpers.py     the heads' helper methods (get_loss, fill_mask, predict_*, *_from_text) and encode_text
+    losses.py      the heads' losses: cross-entropy with -100 and shifting, classification
     generation.py  generate(): greedy, sampling, beam search
     labels.py      the label rules: -100, shifting for next-token prediction
     scoring.py     pseudo-log-likelihoods of a masked LM

@@ -88,6 +88,10 @@ def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids
 
 
 def check_labels(name, labels, shape, num_classes):
+    """labels against the batch shape and the number of classes; nothing to check without labels or a
+    shape (without inputs BertModel names what is missing)."""
+    if labels is None or shape is None:
+        return
     if tuple(labels.shape) != tuple(shape):
         raise ValueError(f"{name} has shape {tuple(labels.shape)} but should have shape {tuple(shape)}")
     if labels.dtype.is_floating_point:

@@ -14,22 +14,10 @@ from functools import partial
 
 import torch.nn.functional as F
 
-
-# ---- checking values: one helper, and a table saying what each field must be ----
-def is_whole(v):
-    return isinstance(v, int) and not isinstance(v, bool)  # True is an int to Python, not a size
+from ..values import check_value, is_number, is_whole
 
 
-def is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def check_value(name, value, ok, must_be):
-    """Raise a ValueError naming `name` and its value unless ok(value). Shared with the data room."""
-    if not ok(value):
-        raise ValueError(f"{name}={value!r} cannot work: {name} must be {must_be}")
-
-
+# ---- checking values: a table saying what each field must be (check_value: values.py) ----
 POSITIVE = (lambda v: is_whole(v) and v > 0, "a whole number above 0")
 DROPOUT = (lambda v: is_number(v) and 0 <= v < 1, "a probability in [0, 1) (0 turns dropout off)")
 FLAG = (lambda v: isinstance(v, bool), "True or False (JSON true or false, without quotes)")
@@ -220,8 +208,10 @@ def check_attention(name):
     """name, if minibert has that attention (transformers' wording when it does not)."""
     if name not in ATTENTION_IMPLEMENTATIONS:
         raise ValueError(f'Specified `attn_implementation="{name}"` is not supported: minibert has "eager" (spelled '
-                         'out), "sdpa" (fused) and None (the faster of the two for each call)')
+                         'out), "sdpa" (fused) and None (the faster of the two for each batch)')
     return name
+
+
 PROBLEM_TYPES = (None, "regression", "single_label_classification", "multi_label_classification")
 
 

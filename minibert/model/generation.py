@@ -480,3 +480,39 @@ class Record:
 
 
 __all__ = ["generate", "sample_next_token"]
+
+
+class GenerationMethods:
+    """generate() as a method, and the inputs of each decoding step, as transformers' GenerationMixin has
+    them: for BertForCausalLM."""
+
+    def prepare_inputs_for_generation(self, input_ids, past_key_values=None, attention_mask=None, inputs_embeds=None,
+                                      token_type_ids=None, position_ids=None, **kwargs):
+        """The forward's inputs at one decoding step: everything so far at the first step, then (with
+        past_key_values) only the newest token; positions counted from each row's first real token
+        unless given. A prompt given as vectors (inputs_embeds) comes first, then the embeddings of the
+        new tokens (input_ids then hold the new tokens only)."""
+        if inputs_embeds is not None:
+            inputs = dict(inputs_embeds=torch.cat([inputs_embeds, self.get_input_embeddings()(input_ids)], dim=1))
+        else:
+            inputs = dict(input_ids=input_ids)
+        inputs["token_type_ids"] = token_type_ids
+        if position_ids is None and attention_mask is not None:
+            position_ids = positions_from_mask(attention_mask)
+        inputs["position_ids"] = position_ids
+        if past_key_values is not None:  # the cache holds all but the newest token
+            inputs = {k: None if v is None else v[:, -1:] for k, v in inputs.items()}
+        return dict(inputs, attention_mask=attention_mask, past_key_values=past_key_values, **kwargs)
+
+    def generate(self, inputs=None, generation_config=None, **kwargs):
+        """Continue each prompt, as transformers' generate does: greedy by default, sampled with
+        do_sample=True (temperature, top_k, top_p), or by beam search with num_beams=k (length_penalty,
+        early_stopping); max_new_tokens (20 by default) or max_length (prompt included), min_new_tokens,
+        repetition_penalty, bad_words_ids, num_return_sequences (the copies of a prompt come one after
+        the other), eos_token_id / pad_token_id, return_dict_in_generate with output_scores and the
+        other output_* switches, and a GenerationConfig (default: self.generation_config). The prompt
+        is input_ids, or inputs_embeds (then the output holds only the new tokens). Prompts of different
+        lengths go in padded on the left with their attention_mask; positions count from each prompt's
+        first real token. generator= (a torch.Generator) makes sampling repeatable without touching
+        torch's global seed. The decoding itself is in generation.py."""
+        return generate(self, inputs, generation_config, **kwargs)

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ..model.heads import token_loss
+from ..model.losses import token_loss
 from ..model.labels import IGNORE_INDEX, shift_labels
 from .objectives import check_objective, make_collator, model_inputs
 

@@ -31,7 +31,7 @@ from ..model.config import BertConfig
 from ..model.hub import atomic_folder, disk_full, write_weights
 from .metrics import baselines, evaluate, format_metrics, target_tokens
 from .memory import check_memory
-from .objectives import check_objective, make_collator, model_inputs
+from .objectives import OBJECTIVES, check_objective, make_collator, model_inputs
 
 STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
 SCHEDULES = ("linear", "cosine", "wsd")
@@ -48,6 +48,8 @@ LOSS_SMOOTHING = 0.95  # the progress bar shows an exponential moving average of
 SAVE_EVERY = 1000  # steps between the saves of a command-line run: an interrupted run resumes from the last
 BASE_LR, BASE_LR_WIDTH = 1e-3, 256  # the default peak learning rate, scaled down for models wider than this
 MIN_POSITIONS = 512  # the position table covers at least BERT's 512 tokens, whatever max_length is
+WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
+RESUMABLE = ("steps", "minutes", "eval_every", "bf16")  # what a resumed run may change: its budget, its reports
 
 
 @dataclass
@@ -82,7 +84,7 @@ class TrainArgs:
     seed: int = 0
 
     def __post_init__(self):
-        check_objective(self.objective)
+        check_objective(self.objective)  # once: `task` reads it from here on
         if self.steps is None and self.minutes is None:
             raise ValueError("give a budget: steps=..., minutes=..., or both")
         for name in ("steps", "minutes", "batch_size", "max_length", "lr", "eval_every", "eval_examples"):
@@ -102,6 +104,11 @@ class TrainArgs:
         if self.mask_replace_prob + self.random_replace_prob > 1:
             raise ValueError(f"mask_replace_prob ({self.mask_replace_prob}) + random_replace_prob "
                              f"({self.random_replace_prob}) must be at most 1; the rest is kept unchanged")
+
+    @property
+    def task(self):
+        """The objective's head class, pair task and masked LM (objectives.OBJECTIVES)."""
+        return OBJECTIVES[self.objective]
 
 
 @dataclass
@@ -134,9 +141,6 @@ def learning_rate(args, progress):
     return args.lr * max(0.0, 1 - decay)
 
 
-WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
-
-
 def default_lr(config):
     """1e-3 for the tiny and mini presets (the best of 5e-4, 1e-3 and 2e-3 for mini in
     docs/experiments.md); wider models need smaller steps."""
@@ -144,7 +148,7 @@ def default_lr(config):
 
 
 def build_examples(args, documents, tokenizer, seed_offset=0):
-    pairs = check_objective(args.objective).pair_task
+    pairs = args.task.pair_task
     if pairs == "nsp":
         return make_nsp_examples(documents, tokenizer, args.max_length, negatives=args.negatives,
                                  seed=args.seed + seed_offset)
@@ -225,7 +229,7 @@ class Trainer:
         scored = 0.0  # the share of positions scored over the vocabulary: none for a pair task alone,
         if args.objective == "clm":
             scored = 1.0  # every one for next-token prediction,
-        elif check_objective(args.objective).masked_lm:
+        elif args.task.masked_lm:
             scored = args.mlm_probability + 1 / args.max_length  # the masked ones (and [CLS]) for a masked LM
         check_memory(model, args.batch_size, args.max_length, self.device, scored_share=scored, bf16=self.bf16,
                      processes=int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if self.device.type == "cpu" else 1)
@@ -425,13 +429,13 @@ def prepare_data(args, corpus, tokenizer, fresh=False):
     training examples drawn again for that epoch (None where nothing is random: single sequences)."""
     documents = load_corpus(args.corpus) if corpus is None else corpus
     check_documents(documents, pairs_for={"nsp": "next sentence prediction", "sop": "sentence order prediction"}.get(
-        check_objective(args.objective).pair_task))  # before a tokenizer is trained on them
+        args.task.pair_task))  # before a tokenizer is trained on them
     train_docs, heldout_docs = split_corpus(documents, args.heldout, seed=args.seed)
     tokenizer = tokenizer or train_tokenizer(train_docs, args.vocab_size)
     data = tokenizer, build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, HELDOUT_PAIRS)
     if not fresh:
         return data
-    if not check_objective(args.objective).pair_task:
+    if not args.task.pair_task:
         return (*data, None)
 
     def redraw(epoch):
@@ -519,9 +523,6 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     if resume:
         trainer.restore(out)
     return trainer.train(callback)
-
-
-RESUMABLE = ("steps", "minutes", "eval_every", "bf16")  # what a resumed run may change: its budget, its reports
 
 
 def check_out(out, resume):

@@ -185,7 +185,7 @@ def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
 def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(monkeypatch):
     calls = []
     chunked_loss = minibert.model.fast.cross_entropy_in_chunks
-    monkeypatch.setattr(minibert.model.fast, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
+    monkeypatch.setattr(minibert.model.losses, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
     config = minibert.BertConfig.tiny(vocab_size=300, is_decoder=True)
     ids = torch.randint(5, 300, (4, 24))
     losses = {}
@@ -199,7 +199,7 @@ def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(m
                 logits = model(input_ids=ids).logits
                 assert logits.dtype == torch.bfloat16
                 if chunked:  # what the model does with labels=ids
-                    loss = minibert.model.heads.token_loss(logits, ids, shift=True)
+                    loss = minibert.model.losses.token_loss(logits, ids, shift=True)
                 else:  # the plain line it stands for
                     shifted = minibert.model.labels.shift_labels(ids, -100)
                     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 300).float(), shifted.reshape(-1))

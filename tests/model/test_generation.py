@@ -381,7 +381,7 @@ def test_generate_refuses_settings_it_cannot_honour(causal_pair, kwargs, message
 
 
 def test_text_prompts_are_left_padded_without_their_final_sep_and_generate_continues_them():
-    from minibert.model.heads import encode_text
+    from minibert.model.helpers import encode_text
     tokenizer = word_tokenizer()
     torch.manual_seed(0)
     model = minibert.BertForCausalLM(minibert.BertConfig.tiny(vocab_size=10)).eval()

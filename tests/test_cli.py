@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from helpers import ROOT
+
 
 def cli(*args, check=True):
     out = subprocess.run([sys.executable, "-m", "minibert", *map(str, args)], capture_output=True, text=True,
@@ -196,7 +198,7 @@ def test_the_readme_examples_run_from_the_notebooks_folder_without_the_hub(silen
     """Jupyter starts in notebooks/: the README's loading examples work there, with no offline variable
     set, and nothing tries the network (where a relative path would be taken for a Hub model name)."""
     env, accepted = silent_network
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = ROOT
     readme = open(os.path.join(root, "README.md")).read()
     example = next(block for block in re.findall(r"```python\n(.*?)```", readme, re.S) if 'pipeline("fill-mask"' in block)
     out = subprocess.run([sys.executable, "-c", example + "\nprint('done')"], cwd=os.path.join(root, "notebooks"),
