@@ -1,11 +1,11 @@
-"""Exercises and quiz of notebook 02, the BERT architecture: attention by hand and parameter counts."""
+"""Exercises of notebook 02, the BERT architecture: attention by hand and parameter counts."""
 
 import math
 
 import torch
 
 from ..model.config import BertConfig
-from .framework import Question, Slip, exercise, judge_answer
+from .framework import Slip, exercise, judge_answer
 
 EX = "02"
 
@@ -177,99 +177,3 @@ LAYER_SLIPS = [
 def check_layer_parameters(layer_parameters):
     """layer_parameters(config) -> the number of parameters of one BertLayer (encoder block)."""
     return lambda: judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Why are attention scores divided by sqrt(d), d being the head size?",
-        {"A": "random dot products spread like sqrt(d): unscaled, the softmax would turn nearly one-hot and its "
-              "gradients vanish",
-         "B": "to make each query's weights add up to 1, which the softmax alone does not guarantee once the "
-              "scores grow large",
-         "C": "to keep the scores small enough for half precision: unscaled scores would overflow float16 and "
-              "cost more memory",
-         "D": "to bring the scores of padding keys close to 0, so that the softmax can then leave those keys "
-              "out of the weighted average"}, "A",
-        "dividing by sqrt(d) keeps the scores' spread about the same for any head size, so the softmax stays soft.",
-        {"B": "the softmax makes every row add up to 1 whatever the scores; the scaling changes how peaked the row "
-              "is.",
-         "C": "the scaling is there in float32 as well; it is about the shape of the softmax, not about memory.",
-         "D": "padding keys are hidden by a score of -inf before the softmax, not by any scaling."}),
-    "q2": Question(
-        "Without position embeddings, how would BERT's encoder treat 'dog bites man' and 'man bites dog'?",
-        {"A": "as two different inputs, because attention reads the tokens from left to right and so sees their "
-              "order",
-         "B": "as two different inputs, because the feed-forward layer runs through the tokens one after another",
-         "C": "as the same bag of tokens: 'dog' gets the same output vector in both, only at another index",
-         "D": "the same in the first layer only: the layers above recover the order from the ones below"}, "C",
-        "attention itself ignores order (it is permutation-equivariant); the position table tells the model "
-        "where each token is.",
-        {"A": "BERT's attention has no direction: each token weighs every other by content alone, so without "
-              "positions the order is invisible.",
-         "B": "the feed-forward layer transforms each token on its own, the same way at every position: it sees "
-              "no order either.",
-         "D": "every layer is blind to order in the same way: with nothing that marks positions, no layer can "
-              "recover them."}),
-    "q3": Question(
-        "What does the segment (token type) embedding add to a token's vector?",
-        {"A": "the token's position inside its own segment, counted again from 0 after the first [SEP]",
-         "B": "a copy of the [CLS] vector, so that every token of the pair knows what the whole input is about",
-         "C": "nothing once pretraining is over: only next sentence prediction reads segments, then they go",
-         "D": "one learned vector per segment: every token of B and its [SEP] get the same segment-1 vector"}, "D",
-        "for a pair [CLS] A [SEP] B [SEP], every token of B gets the segment-1 vector added, so the model can tell "
-        "the two segments apart.",
-        {"A": "positions come from the position table and run through the whole input, across the [SEP].",
-         "B": "no [CLS] vector is added anywhere; every input vector is word + position + segment.",
-         "C": "the segment table stays in the model, and every pair given to it later, e.g. when fine-tuning, uses "
-              "it."}),
-    "q4": Question(
-        "minibert and transformers give the same logits on the same weights. What does that let you do?",
-        {"A": "conclude that minibert is right for every configuration, from this one comparison",
-         "B": "load a checkpoint saved by either library in the other, and test each one against the other",
-         "C": "pair a checkpoint with any tokenizer of the same vocabulary size, since both libraries read ids "
-              "alike",
-         "D": "expect minibert to train as fast as transformers, since both compute the same function"},
-        "B",
-        "the same parameter names and the same computation make checkpoints interchangeable, and a difference "
-        "in outputs would reveal a bug.",
-        {"A": "one configuration exercises some code paths only; the project's tests repeat the comparison on "
-              "many configurations.",
-         "C": "the weights need the tokenizer they were trained with (notebook 01); parity is about the model, "
-              "not the tokenizer.",
-         "D": "equal outputs say nothing about speed: the two libraries compute the same function, each its own "
-              "way."}),
-    "q5": Question(
-        "The word table holds most of the tiny model's parameters, but a minority of bert-base's. Why?",
-        {"A": "bert-base is wider and deeper: a layer grows with the square of the width, the word table linearly",
-         "B": "bert-base has 12 heads per layer, and every head brings its own full-width query, key and value "
-              "matrices",
-         "C": "bert-base ties its word table to the masked-LM head, so that the table is counted only once",
-         "D": "most of bert-base's parameters sit in its pooler and its pretraining heads, which the tiny model "
-              "lacks"}, "A",
-        "a layer of width H holds about 12 H² parameters, the word table V H: six times the width and six times "
-        "the layers outgrow a vocabulary under four times larger.",
-        {"B": "the heads share a layer's query, key and value matrices, each using a slice of their outputs: the "
-              "count does not depend on the number of heads.",
-         "C": "the tiny model ties them too, and the table is counted once in both; the count here is the "
-              "encoder's alone.",
-         "D": "the pooler is a single hidden x hidden layer, a small part of either model, and the heads are not "
-              "counted here."}),
-    "q6": Question(
-        "One query, four keys, all scores equal, and the last key is padding. What does this program print?",
-        {"A": "[0.25, 0.25, 0.25, 0.25]", "B": "[0.33, 0.33, 0.33, 0.0]", "C": "[0.25, 0.25, 0.25, 0.0]",
-         "D": "[0.0, 0.0, 0.0, 1.0]"}, "B",
-        "the padding key's score becomes -inf, so its exp is 0; the softmax shares all the weight among the three "
-        "real keys, 1/3 each.",
-        {"A": "those are the weights with no mask at all, or with the scores multiplied by the mask (exp(0) = 1 "
-              "still counts); -inf removes the key.",
-         "C": "the -inf goes in BEFORE the softmax, which then shares the whole weight among the three real keys.",
-         "D": "that is the inverted mask: 1 marks a real key, 0 padding, and masked_fill hides where key_mask == 0."},
-        code='''
-import torch
-
-scores = torch.zeros(1, 4)  # one query, four keys: all scores equal
-key_mask = torch.tensor([1, 1, 1, 0])  # the last key is padding
-weights = scores.masked_fill(key_mask == 0, float("-inf")).softmax(dim=-1)
-print([round(w, 2) for w in weights[0].tolist()])
-'''),
-}}

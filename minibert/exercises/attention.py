@@ -1,11 +1,11 @@
-"""Exercises and quiz of notebook 07, attention: entropy, attention with a padding mask, and what a head looks at."""
+"""Exercises of notebook 07, attention: entropy, attention with a padding mask, and what a head looks at."""
 
 import math
 
 import torch
 import torch.nn.functional as F
 
-from .framework import Question, Slip, exercise, expect, judge_answer
+from .framework import Slip, exercise, expect, judge_answer
 
 EX = "07"
 
@@ -235,109 +235,3 @@ def check_attention_to(attention_to):
                         "return one number: the average over the real queries of the weight on the chosen keys"),
             fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")
     return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Section 1 read out.attentions from the shipped BERT: one tensor per layer. This program asks a small random "
-        "BERT of 3 layers and 4 heads for its attentions on a padded batch of two sequences of 6 tokens. What does "
-        "it print last?",
-        {"A": "3 (2, 6, 6, 4)",
-         "B": "4 (2, 3, 6, 6)",
-         "C": "3 (2, 4, 6, 6)",
-         "D": "3 (2, 4, 6, 4)"}, "C",
-        "one tensor per layer (3), each (batch, heads, queries, keys) = (2, 4, 6, 6); padding keys are still "
-        "columns, with weight 0.",
-        {"A": "the heads come second, right after the batch: (batch, heads, queries, keys).",
-         "B": "the tuple has one tensor per LAYER (3 here), and each holds every head of that layer.",
-         "D": "(2, 4, 6, 4) is the shape of the values of each head (head size 16 / 4 = 4); the weights have one "
-              "column per key, 6."},
-        code='''import torch
-import minibert
-
-torch.manual_seed(0)
-config = minibert.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
-                             intermediate_size=32)
-model = minibert.BertModel(config).eval()
-ids = torch.tensor([[2, 11, 12, 13, 3, 0], [2, 21, 3, 0, 0, 0]])  # 0 is [PAD]
-out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
-print(len(out.attentions), tuple(out.attentions[0].shape))
-'''),
-    "q2": Question(
-        "Section 3 measured the mean entropy of each head's rows. One head of the shipped BERT lies far below the "
-        "value that uniform attention gives over the same rows, another close to it. What does the low value say "
-        "about the first head?",
-        {"A": "each of its rows puts nearly all of its weight on very few keys, as a head that reads one neighbour "
-              "does",
-         "B": "it learned less than the other head: a low entropy means a head carries little information",
-         "C": "its rows no longer sum to 1: only an unnormalised row can fall far below the uniform value",
-         "D": "its queries agree with one another: entropy measures how much the rows of a head differ from each "
-              "other"}, "A",
-        "entropy is 0 for a row on one key and ln n for a row spread evenly over n keys; far below uniform means "
-        "concentrated, as the sharp neighbour heads are.",
-        {"B": "entropy measures how spread a row is, not how useful the head is: the sharp heads are the ones that "
-              "formed with training.",
-         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform) for such rows, so "
-              "a value far below uniform is allowed.",
-         "D": "entropy is computed within each row (one query's distribution over the keys) and then averaged; it "
-              "does not compare rows with each other."}),
-    "q3": Question(
-        "This program makes every query of a one-layer BERT score every key equally (the query weights set to 0), "
-        "then reads the first query's row of attention on a sequence of 3 real tokens and 2 padding tokens. What "
-        "does it print last?",
-        {"A": "0.20 0.20 0.20 0.20 0.20",
-         "B": "0.20 0.20 0.20 0.00 0.00",
-         "C": "0.00 0.00 0.00 0.50 0.50",
-         "D": "0.33 0.33 0.33 0.00 0.00"}, "D",
-        "the mask puts a large negative number on the padding keys' scores before the softmax: they get exactly 0 and "
-        "the 3 real keys share the row equally.",
-        {"A": "that is what a forgotten mask gives: the padding keys would take 2 of the 5 equal shares.",
-         "B": "that is the mask applied after the softmax without renormalising: the row would sum to 0.6, not 1.",
-         "C": "that is an inverted mask (1 read as padding): the real tokens are the ones with 1 in attention_mask."},
-        code='''import torch
-import minibert
-
-torch.manual_seed(0)
-config = minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                             intermediate_size=16)
-model = minibert.BertModel(config).eval()
-query = model.encoder.layer[0].attention.self.query
-torch.nn.init.zeros_(query.weight)
-torch.nn.init.zeros_(query.bias)  # every query is 0, so every score q.k is 0
-ids = torch.tensor([[2, 7, 3, 0, 0]])  # [CLS] a [SEP] [PAD] [PAD]
-out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
-print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
-'''),
-    "q4": Question(
-        "In section 2 the causal LM bert-clm gave 'bank' exactly the same vector in all sixteen sentences, after "
-        "both layers, while the shipped BERT separated the two senses. Why can bert-clm not separate them?",
-        {"A": "it trained for less time than the BERT: a causal LM needs more steps than a masked LM to learn senses",
-         "B": "at position 2 it has read only [CLS] the bank, the same in every sentence: the clues come later",
-         "C": "a causal LM keeps static vectors: its hidden state at a position is the embedding of the token there",
-         "D": "it was trained on other documents than BERT, where 'bank' occurs in only one of its two senses"}, "B",
-        "a causal model's vector at a position depends only on the tokens up to it; the words that tell a river "
-        "bank from a money bank come after 'bank'.",
-        {"A": "no amount of training helps: the vectors are identical because the inputs it may read are identical.",
-         "C": "its hidden states do change with context (section 3 measures its heads reading earlier tokens); here "
-              "the context it may read is the same.",
-         "D": "all the checkpoints were trained on the same training documents, with the same vocabulary."}),
-    "q5": Question(
-        "In section 3 the shipped BERT's next-token head also gave the other pieces of a split word ('same word') a "
-        "share far above uniform. What is the careful reading?",
-        {"A": "the token after a word's first piece is often another piece of it: the share may come from reading "
-              "the next token",
-         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: a share that far "
-              "above uniform cannot be chance",
-         "C": "the share is taken over every query, whole words included, which inflates it and makes it meaningless",
-         "D": "attention works on whole words: the pieces of a word share one key, so a head that reads one piece "
-              "reads them all"},
-        "A",
-        "categories of keys overlap, so a share far above uniform is a lead, not a finding: measure the pieces of "
-        "the same word that are not neighbours (exercise 07.6) before calling it a second skill.",
-        {"B": "far above uniform rules out chance, not another explanation: reading the next token alone already "
-              "gives a high same-word share.",
-         "C": "each share is averaged over the queries that have such a key; whole words without other pieces are "
-              "left out.",
-         "D": "every piece is a token with its own key, its own row and its own column (the map of section 3 "
-              "shows `flood` and `##ed` apart); attention never merges them."}),
-}}

@@ -1,12 +1,14 @@
 """What every exercise and quiz shares: @exercise, which registers a check under its number (CHECKS);
 the verdict of a check (Result); run_check, which never lets a student's error stop the notebook;
 Slip, a usual mistake with its hint, and judge_answer, which tells a right answer from a slip; and the
-quizzes (Question, quiz, show_quiz). Each notebook's module imports from here; docs/teaching.md shows
-how to add one."""
+quizzes, read from one file per notebook in quizzes/ (Question, quiz, show_quiz). Each notebook's
+module imports from here; docs/teaching.md shows how to add an exercise or edit a quiz."""
 
 import functools
 import operator
-from dataclasses import dataclass, field
+import pathlib
+import tomllib
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import torch
@@ -137,6 +139,7 @@ def same_number(got, value):
 
 @dataclass
 class Question:
+    """A quiz question, as a table of quizzes/NN.toml gives it."""
     text: str
     options: dict  # letter -> option text
     answer: str  # the right letter
@@ -145,7 +148,62 @@ class Question:
     code: str = ""  # "predict the output": a short program; the right option is exactly what it prints
 
 
-QUIZZES = {}  # notebook number ("03") -> {"q1": Question, ...}
+QUIZ_FOLDER = pathlib.Path(__file__).with_name("quizzes")  # NN.toml: the quiz of notebook NN
+
+
+def load_quiz(path):
+    """The questions of a quiz file, {"q1": Question, ...} in the file's order. Each question is a table,
+    [q1], with the fields of Question; a mistake in the file is refused with an error that names the file
+    and the question."""
+    path = pathlib.Path(path)
+    try:
+        with path.open("rb") as f:
+            tables = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: not a valid TOML file ({e})") from None
+    return {name: question_from(table, f"{path}, question [{name}]") for name, table in tables.items()}
+
+
+def question_from(table, where):
+    """A Question from one table of a quiz file, checked: `where` names the file and the question in errors."""
+    def refuse(problem):
+        raise ValueError(f"{where}: {problem}")
+
+    def text(key, value):
+        if not isinstance(value, str) or not value.strip():
+            refuse(f"{key} must be a non-empty string, not {value!r}")
+
+    if not isinstance(table, dict):
+        refuse("a question is a table: [q1], then text = ..., options.A = ..., answer = ..., why = ...")
+    keys = [f.name for f in fields(Question)]
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        refuse(f"unknown key {', '.join(unknown)}; a question has {', '.join(keys)}")
+    missing = [key for key in ("text", "options", "answer", "why") if key not in table]
+    if missing:
+        refuse(f"missing {', '.join(missing)}")
+    text("text", table["text"])
+    text("why", table["why"])
+    options, answer, wrong = table["options"], table["answer"], table.get("wrong", {})
+    if not isinstance(options, dict) or len(options) < 2:
+        refuse("options must give at least two letters: options.A = ..., options.B = ...")
+    for letter, option in options.items():
+        text(f"options.{letter}", option)
+    if answer not in options:
+        refuse(f"answer {answer!r} is not one of its options ({', '.join(options)})")
+    if not isinstance(wrong, dict):
+        refuse("wrong must give, letter by letter, why an option is wrong: wrong.B = ...")
+    for letter, reason in wrong.items():
+        if letter not in options or letter == answer:
+            refuse(f"wrong.{letter} explains {'the right answer' if letter == answer else 'no option'}: "
+                   f"give wrong.X only for a wrong option X ({', '.join(sorted(set(options) - {answer}))})")
+        text(f"wrong.{letter}", reason)
+    if not isinstance(table.get("code", ""), str):
+        refuse("code must be a string: the program whose output the question asks to predict")
+    return Question(**table)
+
+
+QUIZZES = {path.stem: load_quiz(path) for path in sorted(QUIZ_FOLDER.glob("*.toml"))}  # "03" -> {"q1": ...}
 
 
 def show_quiz(notebook):

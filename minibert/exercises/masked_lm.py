@@ -1,8 +1,8 @@
-"""Exercises and quiz of notebook 04, masked language modeling: masking by hand, and its accuracy."""
+"""Exercises of notebook 04, masked language modeling: masking by hand, and its accuracy."""
 
 import torch
 
-from .framework import CLS, MASK, PAD, SEP, Question, Slip, exercise, judge_answer, same_number
+from .framework import CLS, MASK, PAD, SEP, Slip, exercise, judge_answer, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000
@@ -254,102 +254,3 @@ def check_mlm_accuracy(mlm_accuracy):
                             form=number_form, convert=float,
                             fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")
     return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "MLMCollator masks a batch of two sequences: [CLS], 20 ordinary tokens, [SEP]; and [CLS], 4 ordinary "
-        "tokens, [SEP], padded to the same length. What does the program print: the number of labels that are "
-        "not -100 in each sequence?",
-        {"A": "[3, 0]", "B": "[3, 1]", "C": "[3, 3]", "D": "[20, 4]"}, "B",
-        "each sequence gets round(0.15 n) targets among its n ordinary tokens, at least one: round(3.0) = 3, and "
-        "round(0.6) = 1; [CLS], [SEP] and [PAD] are never chosen, and every other label is -100.",
-        {"A": "round(0.15 * 4) is 1 already, and MLMCollator takes at least one target per sequence anyway.",
-         "C": "that counts 15% of all 22 positions, special tokens and padding included; MLMCollator chooses "
-              "only among the ordinary tokens.",
-         "D": "that labels every ordinary token; labels are -100 everywhere except at the selected 15%."},
-        code='''
-from transformers import AutoTokenizer
-
-import minibert
-from minibert.course import pretrained
-
-tokenizer = AutoTokenizer.from_pretrained(pretrained.path("bert-mlm-nsp"))
-cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-words = list(range(1000, 1020))  # 20 ordinary token ids
-batch = minibert.MLMCollator(tokenizer, seed=0)([[cls] + words + [sep], [cls] + words[:4] + [sep]])
-print((batch["labels"] != -100).sum(dim=1).tolist())
-'''),
-    "q2": Question(
-        "Two copies of a small BERT are pretrained alike, except that one puts [MASK] at every selected position "
-        "and the other uses 80/10/10. Both then read a text with no [MASK] in it. At a visible token, what does "
-        "each one's top guess tend to be?",
-        {"A": "both return the token they see: a token in plain view is the easiest answer, whatever the training",
-         "B": "neither guesses anything useful: without a [MASK] in the input, a masked LM's outputs are noise",
-         "C": "the 80/10/10 one often returns the token it sees; the other guesses from context, as at a blank",
-         "D": "the all-[MASK] one returns the token it sees; the 80/10/10 one learned to distrust visible tokens"},
-        "C",
-        "only the 80/10/10 model was ever asked about a token it could see (the kept 10%), so only it learned to "
-        "use the token at the position it predicts; the all-[MASK] model's guess ignores that token, which is "
-        "the mismatch with fine-tuning inputs that the rule exists to avoid.",
-        {"A": "a model never asked about a visible token has no reason to pass it to its output; the all-[MASK] "
-              "model does about as well at a visible token as at a blank.",
-         "B": "the context is all there, and both models guess from it; only the token at the position itself "
-              "is used differently.",
-         "D": "it is the other way round: the all-[MASK] model was never rewarded for returning a visible token; "
-              "the kept 10% of 80/10/10 were the only targets that did."}),
-    "q3": Question(
-        "A common example builds labels = input_ids.clone() and never writes -100. What goes wrong?",
-        {"A": "most of the loss comes from tokens the model can read in its input: it rewards copying",
-         "B": "the loss is zero from the first step, because every answer can be read in the input",
-         "C": "nothing: a mean over more positions points the gradient in the same direction as before",
-         "D": "cross-entropy raises an error, since it needs -100 somewhere to find the masked positions"}, "A",
-        "the unselected positions are most of the sequence, and their tokens are in the input; lowering such a "
-        "loss mostly rewards copying.",
-        {"B": "a fresh model does not copy yet, so the loss is not zero; it falls fastest by learning to copy, "
-              "which is the problem.",
-         "C": "the extra positions make up most of the loss, so lowering it is mostly a matter of copying the "
-              "input.",
-         "D": "cross-entropy runs on any labels; -100 only tells it which positions to skip."}),
-    "q4": Question(
-        "MLMCollator draws new masks every time a block is put in a batch. Over many epochs, how often are rare "
-        "tokens selected compared with frequent ones?",
-        {"A": "more often: each new mask prefers the tokens earlier masks missed, and rare tokens are missed most",
-         "B": "less often: the collator selects frequent tokens first, since they carry most of the signal",
-         "C": "never again after one epoch: a token that was a target once stays visible from then on",
-         "D": "about as often: the selection never looks at which token sits at a position"},
-        "D",
-        "dynamic masking changes which tokens are chosen, not how likely each one is: every draw is uniform "
-        "over the ordinary tokens of the sequence.",
-        {"A": "each draw is independent of the earlier ones; a collator keeps no memory of past masks.",
-         "B": "selection never looks at which token is at a position; frequency plays no part.",
-         "C": "every epoch draws afresh among all ordinary tokens, targets of earlier epochs included."}),
-    "q5": Question(
-        "Exercise 04.1 selects each ordinary token with a 15% coin; MLMCollator selects exactly "
-        "max(1, round(0.15 n)) of a sequence's n ordinary tokens. How do the two differ?",
-        {"A": "only in the spread: every token has a 15% chance either way; the count just never varies",
-         "B": "on short sequences: the count gives 4 tokens one target (25%); a coin gives each 15%",
-         "C": "the coin favours long sequences: each token of a long one is likelier to be selected",
-         "D": "the count favours some positions: the chosen ones depend on each other, biasing the loss"}, "B",
-        "max(1, round(0.15 n)) / n is above 15% for short sequences (a third for n = 3, all of it for n = 1) and "
-        "wobbles with rounding; a coin gives every token 15% whatever n, but the number of targets varies.",
-        {"A": "that holds for long sequences only: rounding and the floor of one target over-mask short ones.",
-         "C": "a coin gives each token the same 15% chance, whatever the length of its sequence.",
-         "D": "within a sequence every position is equally likely to be among the chosen; only the count "
-              "depends on n."}),
-    "q6": Question(
-        "In a masked LM about 15% of a block's tokens are targets; in a causal LM nearly all of them are. "
-        "What follows?",
-        {"A": "the masked LM trains several times faster per step, since its encoder runs at the masks only",
-         "B": "nothing: the unmasked 85% give a training signal too, as the loss is computed at every position",
-         "C": "for as many targets, a masked LM reads several times as many tokens, each forward and back",
-         "D": "the causal LM is the better model, because a loss over more targets per block always ends lower"},
-        "C",
-        "the encoder runs forward and backward over every token, target or not, so a masked LM pays for its "
-        "context without getting a target from it.",
-        {"A": "the encoder reads every token; masked_only saves only the last layer and the output layer at "
-              "the unselected positions.",
-         "B": "the unselected positions have label -100 and add nothing to the loss.",
-         "D": "the two losses answer different questions and are not on the same scale; fewer targets per "
-              "block is a cost, not a ranking of the objectives."}),
-}}

@@ -1,8 +1,8 @@
-"""Exercises and quiz of notebook 05, next sentence prediction: pairs, the label convention, sentence order."""
+"""Exercises of notebook 05, next sentence prediction: pairs, the label convention, sentence order."""
 
 import random
 
-from .framework import CLS, SEP, Question, Slip, exercise, expect, judge_answer
+from .framework import CLS, SEP, Slip, exercise, expect, judge_answer
 
 EX = "05"
 
@@ -205,110 +205,3 @@ def check_make_nsp_dataset(make_nsp_dataset):
                     "sentence when it is >= 0.5")
         return None
     return judge
-
-
-PREDICT_LABELS = """\
-import minibert
-
-docs = [["the cat sat on the warm mat .", "then the cat fell asleep in the sun ."],
-        ["rain fell on the town all night .", "by morning the river had risen ."]]
-tok = minibert.train_tokenizer(docs, vocab_size=200, min_frequency=1)
-pairs = minibert.make_nsp_examples(docs, tok, max_length=8, short_seq_prob=0.0, seed=0)
-print([p["next_sentence_label"] for p in pairs])
-"""
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Each sentence below is more than 5 tokens long. What does the last line print?",
-        {"A": "[0, 0, 0, 0]", "B": "[1, 0, 1, 0]", "C": "[1, 1, 1, 1]", "D": "[0, 1]"}, "C",
-        "max_length=8 leaves 8 - 3 = 5 tokens for A and B, and every sentence reaches that alone: each chunk is a "
-        "single sentence, which cannot be split into A and a true continuation, so its B is random and its label "
-        "1 (NotNext), four times: the NotNext surplus of section 2, pushed to the extreme.",
-        {"A": "label 0 means B is the true next sentence; a chunk of one sentence has no continuation to keep, so "
-              "its B is always random.",
-         "B": "no coin is tossed here: the 50/50 draw happens only for chunks of two sentences or more, and each "
-              "chunk holds one sentence.",
-         "D": "a chunk closes as soon as it reaches the 5-token target, so the two sentences of a document never "
-              "form one chunk: each sentence makes a pair of its own."},
-        code=PREDICT_LABELS),
-    "q2": Question(
-        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and its held-out "
-        "accuracy, read with BERT's convention, comes out far below 50% on this two-class task: about one minus "
-        "what the head of section 6 scores. What is the most likely cause?",
-        {"A": "the head learned nothing from the frozen encoder and guesses, so its accuracy lands wherever chance "
-              "happens to put it on this particular set of held-out pairs",
-         "B": "the held-out documents are about other topics than the training ones, so what the head learned "
-              "about topic does not carry over to their pairs",
-         "C": "with the encoder frozen the head has too few parameters to fit the pairs, so it settles on always "
-              "answering the minority class",
-         "D": "it was trained with 0 and 1 swapped: it knows what the other head knows and puts it in the other "
-              "column, the one that BERT's convention reads as NotNext"}, "D",
-        "the two accuracies add up to one: the same knowledge with the columns exchanged. Far below chance on a "
-        "two-way task is the fingerprint of swapped labels (section 6).",
-        {"A": "a head that guesses scores about half, or the majority class if it always gives one answer; being "
-              "wrong far more often than a coin takes knowledge, read backwards.",
-         "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and the head "
-              "trained the right way does well on these same held-out pairs.",
-         "C": "always answering IsNext, the minority class, scores the share of IsNext pairs, which is not far "
-              "below half; and a linear head on these vectors fits the pairs well, as section 6 shows."}),
-    "q3": Question(
-        "The overlap rule (IsNext when A and B share enough content tokens) beats the majority class by far on "
-        "random-negative pairs, but not on SOP pairs, although its threshold is fitted on SOP's own training "
-        "pairs there. Why does it fail on SOP?",
-        {"A": "swapping A and B does not change their overlap, and both SOP classes are made of the same "
-              "consecutive segments, so the rule sees nothing that tells the classes apart",
-         "B": "SOP yields fewer training pairs than NSP, too few to fit the threshold well; with as many pairs as "
-              "NSP the rule would do about as well on SOP as on random negatives",
-         "C": "consecutive segments share fewer content tokens than random ones, so the rule calls most SOP pairs "
-              "NotNext and misses nearly every pair that is in order",
-         "D": "truncate_seq_pair cuts the segments of SOP pairs at random ends, which removes the words they "
-              "share, so every SOP pair ends up with an overlap near zero"}, "A",
-        "the overlap is symmetric in A and B, and an in-order pair and a swapped one are the same two segments: no "
-        "score that treats A and B alike can see their order.",
-        {"B": "more pairs would fit the threshold more precisely, but no threshold separates two classes whose "
-              "overlaps are distributed the same way.",
-         "C": "it is the other way round: text that follows on shares more words than a random pair (section 3), "
-              "and in SOP both classes are consecutive text.",
-         "D": "truncation only touches pairs that are too long, removes a few tokens at their ends and treats both "
-              "classes alike; the segments still share their topic words, in order or swapped."}),
-    "q4": Question(
-        "On held-out hard-negative pairs, the model trained on random negatives scores below the majority class, "
-        "with an interval that stays below it; the model trained on hard negatives scores the majority class or "
-        "within a point or two of it. Which reading fits?",
-        {"A": "the hard-negative model has learned coherence: it beats the random-negative model, by more than the "
-              "intervals, on the pairs where topic is no help",
-         "B": "the random-negative model learned topic and takes same-document pairs for true continuations; the "
-              "hard-negative model has learned nothing yet",
-         "C": "a score below the majority class cannot come from learning: a model that learned something scores "
-              "at least the baseline, so the random-negative model's result is noise",
-         "D": "some hard negatives do follow A in the text and are labelled NotNext all the same, which pulls both "
-              "models towards chance on these pairs"}, "B",
-        "a B from A's own document shares A's topic, and a model that learned topic calls it IsNext: it does "
-        "worse than answering blindly. The hard-negative model answers NotNext to nearly every pair, so it scores "
-        "about the majority class.",
-        {"A": "scoring about the majority class means answering NotNext to nearly every pair. Beating a model that is "
-              "below the majority class is no sign of coherence.",
-         "C": "the interval says the gap is not noise; and a model that learned the wrong cue can do worse than "
-              "one that reads nothing, which is what topic does on these pairs.",
-         "D": "a hard negative is never the sentence after A, nor A's neighbour: make_nsp_examples leaves those out "
-              "when it draws B from the same document."}),
-    "q5": Question(
-        "What did RoBERTa (Liu et al., 2019) and ALBERT (Lan et al., 2019) conclude about next sentence "
-        "prediction?",
-        {"A": "RoBERTa kept NSP but drew its negatives from the same document, and ALBERT showed that models "
-              "trained with NSP also solve sentence order prediction well",
-         "B": "RoBERTa found NSP essential for tasks on two sentences, and ALBERT replaced masked LM by sentence "
-              "order prediction to make pretraining faster",
-         "C": "RoBERTa dropped NSP and matched or slightly improved downstream results; ALBERT replaced it by "
-              "sentence order prediction, which topic cannot solve",
-         "D": "both dropped the sentence task and trained masked LM on single sentences, the input that RoBERTa "
-              "found to work best downstream"}, "C",
-        "RoBERTa trained on full-length inputs of contiguous sentences without NSP; ALBERT argued that NSP mixes "
-        "easy topic prediction with coherence and kept only the coherence part, in SOP.",
-        {"A": "RoBERTa dropped NSP altogether; and ALBERT reported the opposite: NSP-trained models do about as "
-              "well as chance on SOP.",
-         "B": "RoBERTa matched or improved results without NSP, and ALBERT kept masked LM: SOP replaced NSP, not "
-              "masked LM.",
-         "D": "RoBERTa found that pairs of single sentences hurt; it trained on full-length inputs of contiguous "
-              "sentences, and ALBERT kept a sentence task (SOP)."}),
-}}
