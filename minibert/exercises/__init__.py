@@ -10,9 +10,10 @@ answers to a notebook's "check yourself" questions and explains each one.
 
 The checks live in one module per notebook (welcome.py, tokenization.py, ...), each registered under
 its number by the @exercise decorator of framework.py, which also holds what they share: Result,
-run_check, Slip and judge_answer. Most checks are written as data: a table of Slips gives each usual
-mistake, what a student who makes it returns and the hint that names it, side by side, and
-judge_answer compares an answer with the right one, then with each slip. The quizzes are data too, one TOML file per notebook in quizzes/, read and checked by
+run_check, Slip and judge_answer. A check is a judge of one case and its list of cases; most are
+written as data: a table of Slips gives each usual mistake, what a student who makes it returns and
+the hint that names it, side by side, and judge_answer compares an answer with the right one, then
+with each slip. The quizzes are data too, one TOML file per notebook in quizzes/, read and checked by
 framework.py. docs/teaching.md says how to add an exercise or edit a quiz.
 """
 

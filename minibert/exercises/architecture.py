@@ -77,20 +77,13 @@ def attention_hint(got):
             "masked_fill(-inf); softmax(dim=-1); @ v")
 
 
-@exercise(EX, 1, "a causal attention head by hand")
-def check_causal_attention(causal_attention):
+@exercise(EX, 1, "a causal attention head by hand", cases=attention_cases)
+def check_causal_attention(causal_attention, q, k, v, key_mask):
     """causal_attention(q, k, v, key_mask) -> (T, d): one head where query i sees keys 0..i that are not padding."""
-    def judge():
-        for case in attention_cases():
-            got = causal_attention(*(x.clone() for x in case))
-            hint = judge_answer(got, attend(*case), ATTENTION_SLIPS, case,
-                                form=lambda got: head_output_form(got, *case[:3]),
-                                same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True),
-                                fallback=attention_hint)
-            if hint:
-                return hint
-        return None
-    return judge
+    got = causal_attention(q.clone(), k.clone(), v.clone(), key_mask.clone())
+    return judge_answer(got, attend(q, k, v, key_mask), ATTENTION_SLIPS, (q, k, v, key_mask),
+                        form=lambda got: head_output_form(got, q, k, v),
+                        same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True), fallback=attention_hint)
 
 
 # ---- 02.2 and 02.3 parameter counts ----
@@ -140,7 +133,7 @@ def judge_counts(count, right, slips, what):
 @exercise(EX, 2, "parameters of the embeddings")
 def check_embedding_parameters(embedding_parameters):
     """embedding_parameters(config) -> the number of parameters of BertEmbeddings."""
-    return lambda: judge_counts(embedding_parameters, embedding_count, EMBEDDING_SLIPS, "embeddings")
+    return judge_counts(embedding_parameters, embedding_count, EMBEDDING_SLIPS, "embeddings")
 
 
 def layer_count(c, biases=True, attention_matrices=4, feed_forward_matrices=2, norms=2):
@@ -176,4 +169,4 @@ LAYER_SLIPS = [
 @exercise(EX, 3, "parameters of one transformer layer")
 def check_layer_parameters(layer_parameters):
     """layer_parameters(config) -> the number of parameters of one BertLayer (encoder block)."""
-    return lambda: judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")
+    return judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")

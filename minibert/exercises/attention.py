@@ -10,17 +10,19 @@ from .framework import Slip, exercise, expect, judge_answer
 EX = "07"
 
 
-def _qk():
-    g = torch.Generator().manual_seed(0)
-    return torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)  # (heads, T, head size)
-
-
 def _weights(q, k, causal):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if causal:
         T = q.shape[-2]
         scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
     return scores.softmax(-1)
+
+
+def entropy_cases():
+    """The weights of 2 heads over 5 tokens, (heads, T, T): attending both ways, then causal (rows with zeros)."""
+    g = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)  # (heads, T, head size)
+    return [(_weights(q, k, causal),) for causal in (False, True)]
 
 
 def entropy(w, axis=-1):
@@ -48,22 +50,14 @@ def entropy_form(got, shape):
     return None
 
 
-@exercise(EX, 1, "attention entropy")
-def check_attention_entropy(attention_entropy):
+@exercise(EX, 1, "attention entropy", cases=entropy_cases)
+def check_attention_entropy(attention_entropy, w):
     """attention_entropy(weights) -> the entropy (nats) of every query row; weights (heads, T, T) -> (heads, T)."""
-    def judge():
-        q, k = _qk()
-        for causal in (False, True):
-            w = _weights(q, k, causal)
-            expected = entropy(w)
-            got = attention_entropy(w.clone())
-            hint = judge_answer(got, expected, ENTROPY_SLIPS, (w,), same=lambda a, b: torch.allclose(a, b, atol=1e-4),
-                                form=lambda got: entropy_form(got, expected.shape),
-                                fallback="for each row compute -sum(p * log p) over the keys (the last axis)")
-            if hint:
-                return hint
-        return None
-    return judge
+    expected = entropy(w)
+    got = attention_entropy(w.clone())
+    return judge_answer(got, expected, ENTROPY_SLIPS, (w,), same=lambda a, b: torch.allclose(a, b, atol=1e-4),
+                        form=lambda got: entropy_form(got, expected.shape),
+                        fallback="for each row compute -sum(p * log p) over the keys (the last axis)")
 
 
 def _masked_case(B, T, d, lengths, seed):
@@ -74,11 +68,9 @@ def _masked_case(B, T, d, lengths, seed):
     return q, k, v, mask
 
 
-def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
-    """The reference weights, and the common mistakes: another scale, another softmax axis, another mask."""
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
-    hide = mask[:, None, None, :] == 0 if masked is None else masked  # (B, 1, 1, T): padding keys
-    return scores.masked_fill(hide, fill).softmax(dim)
+def masked_cases():
+    """Padding patterns: none, a little, a lot; the second batch has as many sequences as tokens."""
+    return [_masked_case(3, 5, 4, [5, 3, 4], 0), _masked_case(4, 4, 8, [2, 4, 1, 3], 1)]
 
 
 def _padding_keys(mask):
@@ -87,6 +79,13 @@ def _padding_keys(mask):
 
 def _padding_queries(mask):
     return mask[:, None, :, None] == 0  # (B, 1, T, 1)
+
+
+def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
+    """The reference weights, and the common mistakes: another scale, another softmax axis, another mask."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
+    hide = _padding_keys(mask) if masked is None else masked
+    return scores.masked_fill(hide, fill).softmax(dim)
 
 
 def _either_fill(q, k, mask, **slip):
@@ -152,39 +151,33 @@ def masking_hint(weights, q, k, mask):
             "output = weights @ v")
 
 
-@exercise(EX, 2, "attention with a padding mask")
-def check_masked_attention(masked_attention):
+@exercise(EX, 2, "attention with a padding mask", cases=masked_cases)
+def check_masked_attention(masked_attention, q, k, v, mask):
     """masked_attention(q, k, v, attention_mask) -> (output (B, nh, T, d), weights (B, nh, T, T)) with padding
     keys hidden: compared with a reference and with torch's scaled_dot_product_attention."""
-    def judge():
-        # several padding patterns: none, a little, a lot; the second case has as many sequences as tokens
-        for B, T, d, lengths, seed in ((3, 5, 4, [5, 3, 4], 0), (4, 4, 8, [2, 4, 1, 3], 1)):
-            q, k, v, mask = _masked_case(B, T, d, lengths, seed)
-            try:
-                got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
-            except NotImplementedError:
-                raise
-            except RuntimeError as e:
-                if "size of tensor" in str(e) or "broadcast" in str(e):
-                    return (f"the mask does not broadcast (your code raised: {e}). attention_mask is (B, T) and the "
-                            "scores are (B, heads, T, T): view it as (B, 1, 1, T), attention_mask[:, None, None, :], "
-                            "so that it lines up with the keys of every head and every query")
-                raise
-            if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
-                return "return two tensors: (output, weights)"
-            out, weights = got
-            if tuple(out.shape) != (B, 2, T, d) or tuple(weights.shape) != (B, 2, T, T):
-                return (f"shapes: output (B, heads, T, d) = {(B, 2, T, d)} and weights (B, heads, T, T) = "
-                        f"{(B, 2, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
-            fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
-            hint = judge_answer(weights, (_masked_weights(q, k, mask),), MASKED_ATTENTION_SLIPS, (q, k, mask),
-                                same=close_to_either, fallback=lambda weights: masking_hint(weights, q, k, mask))
-            if hint:
-                return hint
-            if not torch.allclose(out, fused, atol=1e-5):
-                return "the weights are right; the output is the weighted average of the values: weights @ v"
-        return None
-    return judge
+    B, heads, T, d = q.shape
+    try:
+        got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
+    except NotImplementedError:
+        raise
+    except RuntimeError as e:
+        if "size of tensor" in str(e) or "broadcast" in str(e):
+            return (f"the mask does not broadcast (your code raised: {e}). attention_mask is (B, T) and the "
+                    "scores are (B, heads, T, T): view it as (B, 1, 1, T), attention_mask[:, None, None, :], "
+                    "so that it lines up with the keys of every head and every query")
+        raise
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
+        return "return two tensors: (output, weights)"
+    out, weights = got
+    if tuple(out.shape) != (B, heads, T, d) or tuple(weights.shape) != (B, heads, T, T):
+        return (f"shapes: output (B, heads, T, d) = {(B, heads, T, d)} and weights (B, heads, T, T) = "
+                f"{(B, heads, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
+    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
+    hint = judge_answer(weights, (_masked_weights(q, k, mask),), MASKED_ATTENTION_SLIPS, (q, k, mask),
+                        same=close_to_either, fallback=lambda weights: masking_hint(weights, q, k, mask))
+    if hint is None and not torch.allclose(out, fused, atol=1e-5):
+        return "the weights are right; the output is the weighted average of the values: weights @ v"
+    return hint
 
 
 def _padded_batch():
@@ -223,15 +216,13 @@ ATTENTION_TO_SLIPS = [  # on the case (weights, key_is, attention_mask)
 @exercise(EX, 3, "attention to a kind of token")
 def check_attention_to(attention_to):
     """attention_to(weights, key_is, attention_mask) -> the average weight a real query puts on the chosen keys."""
-    def judge():
-        w, mask = _padded_batch()
-        key_is = torch.tensor([[1, 0, 0, 0, 1], [1, 0, 1, 0, 0]], dtype=torch.bool)  # e.g. [CLS] and [SEP]
-        got = attention_to(w.clone(), key_is.clone(), mask.clone())
-        got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
-        right = attention_to_reference(w, key_is, mask)
-        return judge_answer(
-            got, right, ATTENTION_TO_SLIPS, (w, key_is, mask), same=lambda a, b: abs(a - b) < 1e-5,
-            form=expect(lambda got: isinstance(got, float),
-                        "return one number: the average over the real queries of the weight on the chosen keys"),
-            fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")
-    return judge
+    w, mask = _padded_batch()
+    key_is = torch.tensor([[1, 0, 0, 0, 1], [1, 0, 1, 0, 0]], dtype=torch.bool)  # e.g. [CLS] and [SEP]
+    got = attention_to(w.clone(), key_is.clone(), mask.clone())
+    got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
+    right = attention_to_reference(w, key_is, mask)
+    return judge_answer(
+        got, right, ATTENTION_TO_SLIPS, (w, key_is, mask), same=lambda a, b: abs(a - b) < 1e-5,
+        form=expect(lambda got: isinstance(got, float),
+                    "return one number: the average over the real queries of the weight on the chosen keys"),
+        fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")

@@ -24,27 +24,25 @@ def decoder_labels_hint(got, labels):
 @exercise(EX, 1, "decoder inputs and labels")
 def check_decoder_inputs(decoder_inputs):
     """decoder_inputs(targets) -> dict(input_ids, attention_mask, labels) for BertForCausalLM with cross-attention."""
-    def judge():
-        targets = [[40, 41, 42], [50]]
-        got = decoder_inputs([list(t) for t in targets])
-        ids = torch.tensor([[CLS, 40, 41, 42, SEP], [CLS, 50, SEP, PAD, PAD]])
-        mask = (ids != PAD).long()
-        labels = ids.masked_fill(mask == 0, -100)
-        if not isinstance(got, dict) or not {"input_ids", "attention_mask", "labels"} <= set(got):
-            return "return a dict with input_ids, attention_mask and labels"
-        g_ids, g_mask, g_labels = (torch.as_tensor(got[k]) for k in ("input_ids", "attention_mask", "labels"))
-        if g_ids.shape != ids.shape or not torch.equal(g_ids, ids):
-            if g_ids.shape == (2, 4) and torch.equal(g_ids[0], torch.tensor([CLS, 40, 41, 42])):
-                return ("end each target with [SEP]: the decoder must learn to produce it, or it never knows when "
-                        "to stop")
-            if g_ids.shape == (2, 4) and torch.equal(g_ids[0], torch.tensor([40, 41, 42, SEP])):
-                return "start each target with [CLS]: the decoder needs a first token to read before the first word"
-            return f"input_ids should be [CLS] target [SEP], padded with {PAD} on the right: {ids.tolist()}"
-        if not torch.equal(g_mask.long(), mask):
-            return "attention_mask: 1 on real tokens (the special ones too), 0 on padding"
-        return judge_answer(g_labels, labels, DECODER_LABEL_SLIPS, (ids,), same=torch.equal,
-                            fallback=lambda got: decoder_labels_hint(got, labels))
-    return judge
+    targets = [[40, 41, 42], [50]]
+    got = decoder_inputs([list(t) for t in targets])
+    ids = torch.tensor([[CLS, 40, 41, 42, SEP], [CLS, 50, SEP, PAD, PAD]])
+    mask = (ids != PAD).long()
+    labels = ids.masked_fill(mask == 0, -100)
+    if not isinstance(got, dict) or not {"input_ids", "attention_mask", "labels"} <= set(got):
+        return "return a dict with input_ids, attention_mask and labels"
+    g_ids, g_mask, g_labels = (torch.as_tensor(got[k]) for k in ("input_ids", "attention_mask", "labels"))
+    if g_ids.shape != ids.shape or not torch.equal(g_ids, ids):
+        if g_ids.shape == (2, 4) and torch.equal(g_ids[0], torch.tensor([CLS, 40, 41, 42])):
+            return ("end each target with [SEP]: the decoder must learn to produce it, or it never knows when "
+                    "to stop")
+        if g_ids.shape == (2, 4) and torch.equal(g_ids[0], torch.tensor([40, 41, 42, SEP])):
+            return "start each target with [CLS]: the decoder needs a first token to read before the first word"
+        return f"input_ids should be [CLS] target [SEP], padded with {PAD} on the right: {ids.tolist()}"
+    if not torch.equal(g_mask.long(), mask):
+        return "attention_mask: 1 on real tokens (the special ones too), 0 on padding"
+    return judge_answer(g_labels, labels, DECODER_LABEL_SLIPS, (ids,), same=torch.equal,
+                        fallback=lambda got: decoder_labels_hint(got, labels))
 
 
 def _decoder():
@@ -110,13 +108,11 @@ def greedy_hint(got, prompt):
 @exercise(EX, 2, "greedy decoding")
 def check_greedy_decode(greedy_decode):
     """greedy_decode(model, input_ids, max_new_tokens, encoder_hidden_states) -> input_ids and the new tokens."""
-    def judge():
-        model, states = _decoder()
-        prompt = torch.tensor([[CLS, 7], [CLS, 11]])
-        n = 6
-        expected = greedy_reference(model, prompt, n, states)
-        got = greedy_decode(copy.deepcopy(model), prompt.clone(), n, states.clone())  # the slips run on the originals
-        return judge_answer(got, expected, GREEDY_SLIPS, (model, prompt, n, states), same=torch.equal,
-                            form=lambda got: greedy_form(got, expected, n),
-                            fallback=lambda got: greedy_hint(got, prompt))
-    return judge
+    model, states = _decoder()
+    prompt = torch.tensor([[CLS, 7], [CLS, 11]])
+    n = 6
+    expected = greedy_reference(model, prompt, n, states)
+    got = greedy_decode(copy.deepcopy(model), prompt.clone(), n, states.clone())  # the slips run on the originals
+    return judge_answer(got, expected, GREEDY_SLIPS, (model, prompt, n, states), same=torch.equal,
+                        form=lambda got: greedy_form(got, expected, n),
+                        fallback=lambda got: greedy_hint(got, prompt))

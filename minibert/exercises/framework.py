@@ -1,8 +1,9 @@
 """What every exercise and quiz shares: @exercise, which registers a check under its number (CHECKS);
-the verdict of a check (Result); run_check, which never lets a student's error stop the notebook;
-Slip, a usual mistake with its hint, and judge_answer, which tells a right answer from a slip; and the
-quizzes, read from one file per notebook in quizzes/ (Question, quiz, show_quiz). Each notebook's
-module imports from here; docs/teaching.md shows how to add an exercise or edit a quiz."""
+run_check, which judges a check's cases in turn and answers with its verdict (Result), never letting a
+student's error stop the notebook; Slip, a usual mistake with its hint, and judge_answer, which tells a
+right answer from a slip; and the quizzes, read from one file per notebook in quizzes/ (Question, quiz,
+show_quiz). Each notebook's module imports from here; docs/teaching.md shows how to add an exercise or
+edit a quiz."""
 
 import functools
 import operator
@@ -44,40 +45,46 @@ class Result:
     __str__ = __repr__
 
 
-def run_check(label, judge):
-    """Call judge(), which returns None when everything is right or a hint naming the mistake, and
-    answer with the Result of the exercise `label`. Your unfinished stub (NotImplementedError) is
-    "not done"; any other error in your code is reported, never raised, so a notebook always runs to
-    the end."""
+def run_check(label, judge, cases=((),)):
+    """Judge the cases in turn, judge(*case), which returns None when the answer is right on that case
+    or a hint naming the mistake, and answer with the Result of the exercise `label`: the first hint,
+    or passed. Your unfinished stub (NotImplementedError) is "not done"; any other error in your code
+    is reported, never raised, so a notebook always runs to the end."""
     try:
-        hint = judge()
+        for case in cases:
+            hint = judge(*case)
+            if hint is not None:
+                return Result(label, "wrong", hint)
     except NotImplementedError:
         return Result(label, "not done")
     except Exception as e:  # the student's code failed: say how, do not crash the notebook
         return Result(label, "wrong", f"your code raised {type(e).__name__}: {e}")
-    return Result(label, "passed") if hint is None else Result(label, "wrong", hint)
+    return Result(label, "passed")
 
 
 CHECKS = {}  # "03.2" -> the check of exercise 2 of notebook 03, in the order the modules register them
 
 
-def exercise(notebook, number, title):
+def exercise(notebook, number, title, cases=((),)):
     """Register an exercise's check under its number (notebook.number) and title; minibert.exercises
-    exports it under the function's name. The decorated function takes the student's function(s) and
-    returns the judge: a function of no arguments that returns None when everything is right, else a
-    hint naming the mistake. Calling the check runs the judge through run_check, so a student's error
-    is reported and never stops the notebook."""
+    exports it under the function's name. The decorated function judges one case: given the student's
+    function and the case's arguments, it returns None when the answer is right, else a hint naming
+    the mistake. `cases` is the list of cases, tuples of arguments, or a function that makes it when
+    the check runs; the default, one case without arguments, suits a judge that builds its own.
+    Calling the check, check(student_function), judges the cases in order through run_check: the
+    first hint wins, and a student's error is reported, never raised."""
     key = f"{notebook}.{number}"
 
-    def register(make_judge):
+    def register(judge):
         if key in CHECKS:
-            raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {make_judge.__name__}")
-        if any(check.__name__ == make_judge.__name__ for check in CHECKS.values()):
-            raise ValueError(f"two exercises are named {make_judge.__name__}: minibert.exercises exports them by name")
+            raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {judge.__name__}")
+        if any(check.__name__ == judge.__name__ for check in CHECKS.values()):
+            raise ValueError(f"two exercises are named {judge.__name__}: minibert.exercises exports them by name")
 
-        @functools.wraps(make_judge)
+        @functools.wraps(judge)
         def check(*student):
-            return run_check(f"{key} {title}", lambda: make_judge(*student)())
+            return run_check(f"{key} {title}", functools.partial(judge, *student),
+                             cases() if callable(cases) else cases)
         check.exercise = key
         CHECKS[key] = check
         return check

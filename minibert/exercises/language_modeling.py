@@ -40,14 +40,12 @@ def labels_hint(got, ids, mask):
 @exercise(EX, 1, "labels for a causal LM")
 def check_make_causal_labels(make_causal_labels):
     """make_causal_labels(input_ids, attention_mask) -> the labels to give BertForCausalLM."""
-    def judge():
-        ids, mask = _batch()
-        got = make_causal_labels(ids.clone(), mask.clone())
-        form = tensor_of_shape(ids.shape, f"return a tensor of the same shape as input_ids {tuple(ids.shape)}: "
-                                          "the model shifts, not you")
-        return judge_answer(got, causal_labels(ids, mask), LABEL_SLIPS, (ids, mask), same=torch.equal, form=form,
-                            fallback=lambda got: labels_hint(got, ids, mask))
-    return judge
+    ids, mask = _batch()
+    got = make_causal_labels(ids.clone(), mask.clone())
+    form = tensor_of_shape(ids.shape, f"return a tensor of the same shape as input_ids {tuple(ids.shape)}: "
+                                      "the model shifts, not you")
+    return judge_answer(got, causal_labels(ids, mask), LABEL_SLIPS, (ids, mask), same=torch.equal, form=form,
+                        fallback=lambda got: labels_hint(got, ids, mask))
 
 
 TARGET_SLIPS = [  # what each position is trained on, from the labels
@@ -66,15 +64,13 @@ def targets_hint(got, labels):
 @exercise(EX, 2, "the shift inside the model")
 def check_next_token_targets(next_token_targets):
     """next_token_targets(labels) -> what each position is trained on after the model's shift."""
-    def judge():
-        ids, mask = _batch()
-        labels = causal_labels(ids, mask)
-        got = next_token_targets(labels.clone())
-        form = tensor_of_shape(labels.shape, f"return a tensor shaped like labels {tuple(labels.shape)}, with -100 "
-                                             "where nothing follows")
-        return judge_answer(got, shift_labels(labels), TARGET_SLIPS, (labels,), same=torch.equal, form=form,
-                            fallback=lambda got: targets_hint(got, labels))
-    return judge
+    ids, mask = _batch()
+    labels = causal_labels(ids, mask)
+    got = next_token_targets(labels.clone())
+    form = tensor_of_shape(labels.shape, f"return a tensor shaped like labels {tuple(labels.shape)}, with -100 "
+                                         "where nothing follows")
+    return judge_answer(got, shift_labels(labels), TARGET_SLIPS, (labels,), same=torch.equal, form=form,
+                        fallback=lambda got: targets_hint(got, labels))
 
 
 def top_k_hint(got):
@@ -92,16 +88,14 @@ def top_k_hint(got):
 @exercise(EX, 3, "top-k filtering")
 def check_top_k_filter(top_k_filter):
     """top_k_filter(logits, k) -> logits with everything but the k largest per row set to -inf."""
-    def judge():
-        logits = torch.tensor([[1.0, 4.0, 2.0, 3.0, 0.5], [0.0, -1.0, 5.0, 2.0, 1.0]])
-        got = top_k_filter(logits.clone(), 2)
-        expected = torch.full_like(logits, float("-inf"))
-        expected[0, [1, 3]] = logits[0, [1, 3]]
-        expected[1, [2, 3]] = logits[1, [2, 3]]
-        form = tensor_of_shape(logits.shape, "return logits of the same shape (B, V); the sampler applies softmax "
-                                             "afterwards")
-        return judge_answer(got, expected, same=torch.equal, form=form, fallback=top_k_hint)
-    return judge
+    logits = torch.tensor([[1.0, 4.0, 2.0, 3.0, 0.5], [0.0, -1.0, 5.0, 2.0, 1.0]])
+    got = top_k_filter(logits.clone(), 2)
+    expected = torch.full_like(logits, float("-inf"))
+    expected[0, [1, 3]] = logits[0, [1, 3]]
+    expected[1, [2, 3]] = logits[1, [2, 3]]
+    form = tensor_of_shape(logits.shape, "return logits of the same shape (B, V); the sampler applies softmax "
+                                         "afterwards")
+    return judge_answer(got, expected, same=torch.equal, form=form, fallback=top_k_hint)
 
 
 def _loss_cases():
@@ -189,22 +183,16 @@ def loss_form(got):
     return None
 
 
-@exercise(EX, 6, "the causal-LM loss, with the shift")
-def check_causal_lm_loss(causal_lm_loss):
+@exercise(EX, 6, "the causal-LM loss, with the shift", cases=_loss_cases)
+def check_causal_lm_loss(causal_lm_loss, logits, ids, mask):
     """causal_lm_loss(logits, input_ids, attention_mask) -> the mean cross-entropy of predicting token t+1 at
     position t, over the real (not padding) targets: a float, or a 0-dim tensor with or without grad."""
-    def judge():
-        for logits, ids, mask in _loss_cases():
-            got = causal_lm_loss(logits.clone().requires_grad_(), ids.clone(), mask.clone())
-            right = causal_lm_loss_reference(logits, ids, mask)
-            hint = judge_answer(
-                got, right, LOSS_SLIPS, (logits, ids, mask), same=same_number, form=loss_form,
-                convert=lambda got: float(got.detach() if isinstance(got, torch.Tensor) else got),
-                fallback=lambda got: f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is "
-                                     f"{right:.4f}, you return {got:.4f}: score logits[:, :-1] against "
-                                     "input_ids[:, 1:], with -100 where attention_mask[:, 1:] is 0, and average over "
-                                     "the real targets")
-            if hint:
-                return hint
-        return None
-    return judge
+    got = causal_lm_loss(logits.clone().requires_grad_(), ids.clone(), mask.clone())
+    right = causal_lm_loss_reference(logits, ids, mask)
+    return judge_answer(
+        got, right, LOSS_SLIPS, (logits, ids, mask), same=same_number, form=loss_form,
+        convert=lambda got: float(got.detach() if isinstance(got, torch.Tensor) else got),
+        fallback=lambda got: f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is "
+                             f"{right:.4f}, you return {got:.4f}: score logits[:, :-1] against "
+                             "input_ids[:, 1:], with -100 where attention_mask[:, 1:] is 0, and average over "
+                             "the real targets")

@@ -89,24 +89,22 @@ def check_mask_tokens(mask_tokens):
         out = mask_tokens(ids, special.clone(), MASK, VOCAB_SIZE, torch.Generator().manual_seed(seed))
         return original, ids, special, out
 
-    def judge():
-        original, ids, special, out = call(0)
-        hint, outputs = _judge_outputs(original, ids, special, out)
-        if hint:
-            return hint
-        masked, labels = outputs
-        selected = labels != -100
-        rate = share(selected, ~special)
-        if not 0.13 <= rate <= 0.17:
-            return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
-        hint = _judge_replacements(original, masked, selected)
-        if hint:
-            return hint
-        again = call(0)[3]
-        if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
-            return SAME_SEED
-        return None
-    return judge
+    original, ids, special, out = call(0)
+    hint, outputs = _judge_outputs(original, ids, special, out)
+    if hint:
+        return hint
+    masked, labels = outputs
+    selected = labels != -100
+    rate = share(selected, ~special)
+    if not 0.13 <= rate <= 0.17:
+        return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
+    hint = _judge_replacements(original, masked, selected)
+    if hint:
+        return hint
+    again = call(0)[3]
+    if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
+        return SAME_SEED
+    return None
 
 
 def budget_batch():
@@ -177,27 +175,25 @@ def check_mask_with_budget(mask_with_budget):
         out = mask_with_budget(*args) if p is None else mask_with_budget(*args, p=p)
         return original, ids, special, out
 
-    def judge():
-        runs, outputs = [], []
-        for seed, p in [(0, None), (1, 0.3)]:
-            original, ids, special, out = call(seed, p)
-            hint, masked_labels = _judge_outputs(original, ids, special, out)
-            if hint:
-                return hint
-            masked, labels = masked_labels
-            outputs.append((original, masked, labels != -100))
-            runs.append(((labels != -100).sum(1), (~special).sum(1), 0.15 if p is None else p))
-        hint = counts_hint(runs)
+    runs, outputs = [], []
+    for seed, p in [(0, None), (1, 0.3)]:
+        original, ids, special, out = call(seed, p)
+        hint, masked_labels = _judge_outputs(original, ids, special, out)
         if hint:
             return hint
-        hint = _judge_replacements(*(torch.cat(parts) for parts in zip(*outputs)))
-        if hint:
-            return hint
-        again = call(0)[3]
-        if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
-            return SAME_SEED
-        return None
-    return judge
+        masked, labels = masked_labels
+        outputs.append((original, masked, labels != -100))
+        runs.append(((labels != -100).sum(1), (~special).sum(1), 0.15 if p is None else p))
+    hint = counts_hint(runs)
+    if hint:
+        return hint
+    hint = _judge_replacements(*(torch.cat(parts) for parts in zip(*outputs)))
+    if hint:
+        return hint
+    again = call(0)[3]
+    if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
+        return SAME_SEED
+    return None
 
 
 def accuracy_case():
@@ -247,10 +243,8 @@ def number_form(got):
 @exercise(EX, 2, "masked-LM accuracy")
 def check_mlm_accuracy(mlm_accuracy):
     """mlm_accuracy(logits, labels) -> the share of labelled positions (labels != -100) predicted right."""
-    def judge():
-        logits, labels = accuracy_case()
-        got = mlm_accuracy(logits.clone(), labels.clone())
-        return judge_answer(got, accuracy(logits, labels), ACCURACY_SLIPS, (logits, labels), same=same_number,
-                            form=number_form, convert=float,
-                            fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")
-    return judge
+    logits, labels = accuracy_case()
+    got = mlm_accuracy(logits.clone(), labels.clone())
+    return judge_answer(got, accuracy(logits, labels), ACCURACY_SLIPS, (logits, labels), same=same_number,
+                        form=number_form, convert=float,
+                        fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")

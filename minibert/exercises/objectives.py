@@ -24,19 +24,17 @@ MEAN_POOL_SLIPS = [  # on the case (hidden_states, attention_mask)
 @exercise(EX, 1, "mean pooling without padding")
 def check_mean_pool(mean_pool):
     """mean_pool(hidden_states, attention_mask) -> (B, C): the mean of each row's real token vectors."""
-    def judge():
-        g = torch.Generator().manual_seed(0)
-        hidden = torch.randn(3, 5, 4, generator=g)
-        mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
-        hidden[mask == 0] = 10.0  # what padding vectors look like matters: they must not count
-        got = mean_pool(hidden.clone(), mask.clone())
-        form = tensor_of_shape((3, 4), "return one vector per sequence, shape (batch, hidden) = (3, 4): average over "
-                                       "the tokens (axis 1)")
-        return judge_answer(got, reference_mean_pool(hidden, mask), MEAN_POOL_SLIPS, (hidden, mask),
-                            same=lambda a, b: torch.allclose(a, b, atol=1e-5), form=form,
-                            fallback="multiply by attention_mask[..., None], sum over the tokens, divide by "
-                                     "attention_mask.sum(1)")
-    return judge
+    g = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 5, 4, generator=g)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 0, 0, 0]])
+    hidden[mask == 0] = 10.0  # what padding vectors look like matters: they must not count
+    got = mean_pool(hidden.clone(), mask.clone())
+    form = tensor_of_shape((3, 4), "return one vector per sequence, shape (batch, hidden) = (3, 4): average over "
+                                   "the tokens (axis 1)")
+    return judge_answer(got, reference_mean_pool(hidden, mask), MEAN_POOL_SLIPS, (hidden, mask),
+                        same=lambda a, b: torch.allclose(a, b, atol=1e-5), form=form,
+                        fallback="multiply by attention_mask[..., None], sum over the tokens, divide by "
+                                 "attention_mask.sum(1)")
 
 
 def share_of(labels, label):
@@ -70,15 +68,13 @@ def as_number(got):
 @exercise(EX, 2, "the majority-class baseline")
 def check_majority_baseline(majority_baseline):
     """majority_baseline(train_labels, test_labels) -> test accuracy of always answering the commonest TRAIN label."""
-    def judge():
-        train, test = [0, 0, 0, 1, 1, 2], [1, 1, 1, 0, 2]  # train's majority (0) is rare in test
-        right = share_of(test, commonest(train))
-        got = as_number(majority_baseline(list(train), list(test)))
-        hint = judge_answer(got, right, MAJORITY_SLIPS, (train, test), same=same_answer,
-                            form=expect(lambda got: isinstance(got, (int, float)),
-                                        "return the accuracy, a number between 0 and 1"),
-                            fallback="find the most common training label, then the share of test labels equal to it")
-        if hint is None and not abs(as_number(majority_baseline([2, 2, 1], [2, 1, 1, 1])) - 0.25) < 1e-9:
-            return "this must hold for any labels, not just 0 and 1"
-        return hint
-    return judge
+    train, test = [0, 0, 0, 1, 1, 2], [1, 1, 1, 0, 2]  # train's majority (0) is rare in test
+    right = share_of(test, commonest(train))
+    got = as_number(majority_baseline(list(train), list(test)))
+    hint = judge_answer(got, right, MAJORITY_SLIPS, (train, test), same=same_answer,
+                        form=expect(lambda got: isinstance(got, (int, float)),
+                                    "return the accuracy, a number between 0 and 1"),
+                        fallback="find the most common training label, then the share of test labels equal to it")
+    if hint is None and not abs(as_number(majority_baseline([2, 2, 1], [2, 1, 1, 1])) - 0.25) < 1e-9:
+        return "this must hold for any labels, not just 0 and 1"
+    return hint

@@ -59,18 +59,16 @@ PRETRAINING_LOSS_SLIPS = [  # on the case (prediction_logits p, seq_relationship
 @exercise(EX, 1, "the pretraining loss")
 def check_pretraining_loss(pretraining_loss):
     """pretraining_loss(prediction_logits, seq_relationship_logits, labels, next_sentence_label) -> total loss."""
-    def judge():
-        case = _pretraining_batch()
-        got = pretraining_loss(*(x.clone() for x in case))
-        mlm, nsp = _mlm_loss(case[0], case[2], ignore_index=-100), _nsp_loss(case[1], case[3])
-        return judge_answer(
-            got, pretraining_loss_reference(*case), PRETRAINING_LOSS_SLIPS, case,
-            same=lambda a, b: abs(a - b) < 1e-4, convert=float,
-            form=expect(lambda got: isinstance(got, torch.Tensor) and got.numel() == 1,
-                        "return the loss as a tensor with one value (a scalar), so that .backward() works"),
-            fallback=lambda got: f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss "
-                                 f"{nsp:.4f}), got {got:.4f}")
-    return judge
+    case = _pretraining_batch()
+    got = pretraining_loss(*(x.clone() for x in case))
+    mlm, nsp = _mlm_loss(case[0], case[2], ignore_index=-100), _nsp_loss(case[1], case[3])
+    return judge_answer(
+        got, pretraining_loss_reference(*case), PRETRAINING_LOSS_SLIPS, case,
+        same=lambda a, b: abs(a - b) < 1e-4, convert=float,
+        form=expect(lambda got: isinstance(got, torch.Tensor) and got.numel() == 1,
+                    "return the loss as a tensor with one value (a scalar), so that .backward() works"),
+        fallback=lambda got: f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss "
+                             f"{nsp:.4f}), got {got:.4f}")
 
 
 def _pretraining_batches():
@@ -224,24 +222,22 @@ def _same_direction(a, b):
 @exercise(EX, 2, "one training step")
 def check_train_step(train_step):
     """train_step(model, batch, optimizer) -> the batch's loss as a float, after one update of the model."""
-    def judge():
-        model = _small_pretraining_model()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        watch = _Watch(model, optimizer)
-        first, second = _pretraining_batches()
-        hint, grad_1 = _run_step(train_step, model, optimizer, watch, first)
-        if hint:
-            return hint
-        used_1 = watch.grads[-1]
-        if F.cosine_similarity(used_1, grad_1, dim=0) < 0.999:
-            return "the step did not use the gradient of this batch's loss: loss.backward(), then optimizer.step()"
-        steps = len(watch.grads)
-        hint, grad_2 = _run_step(train_step, model, optimizer, watch, second)
-        if hint:
-            return hint
-        if len(watch.grads) != steps + 1:
-            return f"call optimizer.step() once per call; it ran {len(watch.grads) - steps} times"
-        return judge_answer(watch.grads[-1], grad_2, STEP_GRADIENT_SLIPS, (used_1, grad_2), same=_same_direction,
-                            fallback="the second step did not use the gradient of its own batch: loss.backward(), "
-                                     "optimizer.step()")
-    return judge
+    model = _small_pretraining_model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    watch = _Watch(model, optimizer)
+    first, second = _pretraining_batches()
+    hint, grad_1 = _run_step(train_step, model, optimizer, watch, first)
+    if hint:
+        return hint
+    used_1 = watch.grads[-1]
+    if F.cosine_similarity(used_1, grad_1, dim=0) < 0.999:
+        return "the step did not use the gradient of this batch's loss: loss.backward(), then optimizer.step()"
+    steps = len(watch.grads)
+    hint, grad_2 = _run_step(train_step, model, optimizer, watch, second)
+    if hint:
+        return hint
+    if len(watch.grads) != steps + 1:
+        return f"call optimizer.step() once per call; it ran {len(watch.grads) - steps} times"
+    return judge_answer(watch.grads[-1], grad_2, STEP_GRADIENT_SLIPS, (used_1, grad_2), same=_same_direction,
+                        fallback="the second step did not use the gradient of its own batch: loss.backward(), "
+                                 "optimizer.step()")

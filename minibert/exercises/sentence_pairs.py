@@ -50,45 +50,38 @@ def _structure_hint(got, first, second):
     return None
 
 
-@exercise(EX, 1, "a next-sentence pair")
-def check_make_nsp_pair(make_nsp_pair):
+@exercise(EX, 1, "a next-sentence pair", cases=[(True,), (False,)])
+def check_make_nsp_pair(make_nsp_pair, is_next):
     """make_nsp_pair(a, b, is_next) -> {input_ids, token_type_ids, next_sentence_label}."""
-    def judge():
-        a, b = [40, 41, 42], [50, 51]
-        for is_next in (True, False):
-            got = make_nsp_pair(list(a), list(b), is_next)
-            hint = _structure_hint(got, a, b)
-            if hint:
-                return hint
-            if got["next_sentence_label"] != (0 if is_next else 1):
-                return ("0 and 1 are swapped: in BERT and transformers label 0 means IsNext (B follows A) and 1 "
-                        "means NotNext (B is random). Think of the label as answering 'is B random?'")
-        return None
-    return judge
+    a, b = [40, 41, 42], [50, 51]
+    got = make_nsp_pair(list(a), list(b), is_next)
+    hint = _structure_hint(got, a, b)
+    if hint is None and got["next_sentence_label"] != (0 if is_next else 1):
+        return ("0 and 1 are swapped: in BERT and transformers label 0 means IsNext (B follows A) and 1 "
+                "means NotNext (B is random). Think of the label as answering 'is B random?'")
+    return hint
 
 
 @exercise(EX, 2, "a sentence-order pair")
 def check_make_sop_pair(make_sop_pair):
     """make_sop_pair(first, second, swap) -> a pair in order (label 0) or swapped (label 1)."""
-    def judge():
-        first, second = [60, 61], [70, 71, 72]
-        got = make_sop_pair(list(first), list(second), False)
-        hint = _structure_hint(got, first, second)
-        if hint:
-            return hint
-        if got["next_sentence_label"] != 0:
-            return "a pair in its original order has label 0; label 1 means swapped"
-        got = make_sop_pair(list(first), list(second), True)
-        if isinstance(got, dict) and list(got.get("input_ids", [])) == _pair(first, second, 1)["input_ids"]:
-            return ("you changed the label but not the order: a swapped pair is [CLS] second [SEP] first [SEP]; "
-                    "otherwise the label says nothing about the text")
-        hint = _structure_hint(got, second, first)
-        if hint:
-            return hint
-        if got["next_sentence_label"] != 1:
-            return "a swapped pair has label 1 (0 = in order, 1 = swapped)"
-        return None
-    return judge
+    first, second = [60, 61], [70, 71, 72]
+    got = make_sop_pair(list(first), list(second), False)
+    hint = _structure_hint(got, first, second)
+    if hint:
+        return hint
+    if got["next_sentence_label"] != 0:
+        return "a pair in its original order has label 0; label 1 means swapped"
+    got = make_sop_pair(list(first), list(second), True)
+    if isinstance(got, dict) and list(got.get("input_ids", [])) == _pair(first, second, 1)["input_ids"]:
+        return ("you changed the label but not the order: a swapped pair is [CLS] second [SEP] first [SEP]; "
+                "otherwise the label says nothing about the text")
+    hint = _structure_hint(got, second, first)
+    if hint:
+        return hint
+    if got["next_sentence_label"] != 1:
+        return "a swapped pair has label 1 (0 = in order, 1 = swapped)"
+    return None
 
 
 def _documents(sizes, tag="doc"):
@@ -179,29 +172,27 @@ def check_make_nsp_dataset(make_nsp_dataset):
     """make_nsp_dataset(documents, rng) -> [(sentence_a, sentence_b, label)]: one pair per consecutive pair of
     sentences inside a document; with probability 0.5 B is the true next sentence (label 0), otherwise a sentence
     of a different document (label 1)."""
-    def judge():
-        # small corpora, many seeds: a B drawn from the wrong place shows up in some of them; then documents
-        # of a single sentence: no pair of their own, but their sentence may be a random B
-        hint = (_hint_over_seeds(make_nsp_dataset, _documents([4, 3, 3]), range(30))
-                or _hint_over_seeds(make_nsp_dataset, _documents([3, 2], "text"), [0])
-                or _hint_over_seeds(make_nsp_dataset, _documents([3, 1, 4, 1, 2], "story"), range(10),
-                                    single_sentences=True))
-        if hint:
-            return hint
-        # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
-        sizes = [random.Random(7 + d).randrange(2, 13) for d in range(300)]
-        large = _documents(sizes, "article")
-        got = make_nsp_dataset([list(doc) for doc in large], random.Random(1))
-        hint = _dataset_hint(large, got) or _label_hint(large, got)
-        if hint:
-            return hint
-        if make_nsp_dataset([list(doc) for doc in large], random.Random(1)) != got:
-            return ("two calls with the same seed gave different datasets: draw every random choice from the rng "
-                    "you are given (rng.random(), rng.randrange, rng.choice), not from the random module or torch")
-        share = sum(label for _, _, label in got) / len(got)
-        if abs(share - 0.5) > 0.06:
-            return (f"{share:.0%} of the {len(got)} pairs are NotNext; with probability 0.5 per pair it should be "
-                    "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
-                    "sentence when it is >= 0.5")
-        return None
-    return judge
+    # small corpora, many seeds: a B drawn from the wrong place shows up in some of them; then documents
+    # of a single sentence: no pair of their own, but their sentence may be a random B
+    hint = (_hint_over_seeds(make_nsp_dataset, _documents([4, 3, 3]), range(30))
+            or _hint_over_seeds(make_nsp_dataset, _documents([3, 2], "text"), [0])
+            or _hint_over_seeds(make_nsp_dataset, _documents([3, 1, 4, 1, 2], "story"), range(10),
+                                single_sentences=True))
+    if hint:
+        return hint
+    # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
+    sizes = [random.Random(7 + d).randrange(2, 13) for d in range(300)]
+    large = _documents(sizes, "article")
+    got = make_nsp_dataset([list(doc) for doc in large], random.Random(1))
+    hint = _dataset_hint(large, got) or _label_hint(large, got)
+    if hint:
+        return hint
+    if make_nsp_dataset([list(doc) for doc in large], random.Random(1)) != got:
+        return ("two calls with the same seed gave different datasets: draw every random choice from the rng "
+                "you are given (rng.random(), rng.randrange, rng.choice), not from the random module or torch")
+    share = sum(label for _, _, label in got) / len(got)
+    if abs(share - 0.5) > 0.06:
+        return (f"{share:.0%} of the {len(got)} pairs are NotNext; with probability 0.5 per pair it should be "
+                "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
+                "sentence when it is >= 0.5")
+    return None

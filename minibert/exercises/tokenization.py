@@ -68,13 +68,11 @@ def pieces_hint(got, expected):
 @exercise(EX, 1, "WordPiece, longest match first")
 def check_wordpiece_split(wordpiece_split):
     """wordpiece_split(word, vocab) -> the word's WordPiece pieces, or ["[UNK]"]."""
-    def judge():
-        got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
-        got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
-        expected = split_words(WORDS, VOCAB)
-        return judge_answer(got, expected, WORDPIECE_SLIPS, (WORDS, VOCAB),
-                            fallback=lambda got: pieces_hint(got, expected))
-    return judge
+    got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
+    got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
+    expected = split_words(WORDS, VOCAB)
+    return judge_answer(got, expected, WORDPIECE_SLIPS, (WORDS, VOCAB),
+                        fallback=lambda got: pieces_hint(got, expected))
 
 
 # ---- 01.2 a sentence pair by hand ----
@@ -155,26 +153,20 @@ def one_segment_id_per_token(got, ids):
     return None
 
 
-@exercise(EX, 2, "a sentence pair by hand")
-def check_encode_pair(encode_pair):
+@exercise(EX, 2, "a sentence pair by hand", cases=PAIRS)
+def check_encode_pair(encode_pair, a, b):
     """encode_pair(tokenizer, text_a, text_b) -> (input_ids, token_type_ids) of [CLS] A [SEP] B [SEP]."""
-    def judge():
-        tok = small_tokenizer()
-        for a, b in PAIRS:
-            got = encode_pair(tok, a, b)
-            if not isinstance(got, (tuple, list)) or len(got) != 2:
-                return "return two lists: (input_ids, token_type_ids)"
-            got_ids, got_types = as_ids(got[0]), as_ids(got[1])
-            ids, types = pair_ids(tok, a, b), segment_ids(tok, a, b)
-            hint = (judge_answer(got_ids, ids, PAIR_IDS_SLIPS, (tok, a, b, len(got_ids)), form=tokens_not_ids,
-                                 fallback=lambda got: f"input_ids should be {ids}, you have {got}")
-                    or judge_answer(got_types, types, SEGMENT_SLIPS, (tok, a, b),
-                                    form=lambda got: one_segment_id_per_token(got, ids),
-                                    fallback=lambda got: f"token_type_ids should be {types}, you have {got}"))
-            if hint:
-                return hint
-        return None
-    return judge
+    tok = small_tokenizer()
+    got = encode_pair(tok, a, b)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return two lists: (input_ids, token_type_ids)"
+    got_ids, got_types = as_ids(got[0]), as_ids(got[1])
+    ids, types = pair_ids(tok, a, b), segment_ids(tok, a, b)
+    return (judge_answer(got_ids, ids, PAIR_IDS_SLIPS, (tok, a, b, len(got_ids)), form=tokens_not_ids,
+                         fallback=lambda got: f"input_ids should be {ids}, you have {got}")
+            or judge_answer(got_types, types, SEGMENT_SLIPS, (tok, a, b),
+                            form=lambda got: one_segment_id_per_token(got, ids),
+                            fallback=lambda got: f"token_type_ids should be {types}, you have {got}"))
 
 
 # ---- 01.3 the attention mask of a padded batch ----
@@ -214,11 +206,9 @@ def mask_hint(got, lengths, expected):
 @exercise(EX, 3, "attention mask from lengths")
 def check_attention_mask_from_lengths(attention_mask_from_lengths):
     """attention_mask_from_lengths(lengths, max_length) -> (B, max_length) tensor, 1 on real tokens, 0 on padding."""
-    def judge():
-        lengths, max_length = [5, 2, 7, 1], 8
-        expected = attention_mask(lengths, max_length)
-        got = torch.as_tensor(attention_mask_from_lengths(list(lengths), max_length))
-        return judge_answer(got, expected, ATTENTION_MASK_SLIPS, (lengths, max_length), same=torch.equal,
-                            form=lambda got: mask_shape_hint(got, lengths, max_length), convert=lambda got: got.long(),
-                            fallback=lambda got: mask_hint(got, lengths, expected))
-    return judge
+    lengths, max_length = [5, 2, 7, 1], 8
+    expected = attention_mask(lengths, max_length)
+    got = torch.as_tensor(attention_mask_from_lengths(list(lengths), max_length))
+    return judge_answer(got, expected, ATTENTION_MASK_SLIPS, (lengths, max_length), same=torch.equal,
+                        form=lambda got: mask_shape_hint(got, lengths, max_length), convert=lambda got: got.long(),
+                        fallback=lambda got: mask_hint(got, lengths, expected))

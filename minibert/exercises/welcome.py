@@ -43,15 +43,13 @@ WORD_COUNT_SLIPS = [  # counting the wrong thing; on DOCUMENTS "first sentence" 
 @exercise(EX, 1, "count the words of a corpus")
 def check_count_words(count_words):
     """count_words(documents) -> the number of whitespace-separated words in all sentences."""
-    def judge():
-        right = sum(words_of_documents(DOCUMENTS))
-        got = count_words([list(doc) for doc in DOCUMENTS])
-        hint = judge_answer(got, right, WORD_COUNT_SLIPS, (DOCUMENTS,), fallback=lambda got: (
-            f"expected {right} words in this small corpus, got {got!r}: loop over documents, then sentences"))
-        if hint is None and count_words([["one two three"]]) != 3:
-            return "right on this corpus only: one document with one sentence of three words should give 3"
-        return hint
-    return judge
+    right = sum(words_of_documents(DOCUMENTS))
+    got = count_words([list(doc) for doc in DOCUMENTS])
+    hint = judge_answer(got, right, WORD_COUNT_SLIPS, (DOCUMENTS,), fallback=lambda got: (
+        f"expected {right} words in this small corpus, got {got!r}: loop over documents, then sentences"))
+    if hint is None and count_words([["one two three"]]) != 3:
+        return "right on this corpus only: one document with one sentence of three words should give 3"
+    return hint
 
 
 def longest(values, pick=max):
@@ -81,15 +79,13 @@ def index_form(got):
 @exercise(EX, 2, "the longest document")
 def check_longest_document(longest_document):
     """longest_document(documents) -> the index of the document with the most words."""
-    def judge():
-        words = words_of_documents(DOCUMENTS)
-        got = longest_document([list(doc) for doc in DOCUMENTS])
-        hint = judge_answer(got, longest(words), LONGEST_DOCUMENT_SLIPS, (DOCUMENTS,), form=index_form,
-                            fallback=lambda got: f"document {longest(words)} has the most words ({max(words)}); "
-                                                 f"you returned {got}")
-        if hint is None:
-            reordered = [DOCUMENTS[2], DOCUMENTS[0], DOCUMENTS[1]]
-            if longest_document([list(doc) for doc in reordered]) != 0:
-                return "right here, but not when the longest document comes first: compare every document"
-        return hint
-    return judge
+    words = words_of_documents(DOCUMENTS)
+    got = longest_document([list(doc) for doc in DOCUMENTS])
+    hint = judge_answer(got, longest(words), LONGEST_DOCUMENT_SLIPS, (DOCUMENTS,), form=index_form,
+                        fallback=lambda got: f"document {longest(words)} has the most words ({max(words)}); "
+                                             f"you returned {got}")
+    if hint is None:
+        reordered = [DOCUMENTS[2], DOCUMENTS[0], DOCUMENTS[1]]
+        if longest_document([list(doc) for doc in reordered]) != 0:
+            return "right here, but not when the longest document comes first: compare every document"
+    return hint
