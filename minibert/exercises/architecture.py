@@ -4,6 +4,7 @@ import math
 
 import torch
 
+from ..model.bert import attention
 from ..model.config import BertConfig
 from .framework import Slip, exercise, judge_answer
 
@@ -11,11 +12,17 @@ EX = "02"
 
 
 # ---- 02.1 a causal attention head by hand ----
+def causal_head(q, k, v, key_mask):
+    """The right answer, minibert's attention: query i looks at keys 0..i that are not padding."""
+    padding = torch.zeros(len(k)).masked_fill(key_mask == 0, float("-inf"))  # (T,): added to each query's scores
+    return attention(q, k, v, bias=padding, is_causal=True)[0]
+
+
 def attend(q, k, v, key_mask, keys="causal", scale=None, dim=-1, multiply=False):
-    """One causal head: query i looks at keys 0..i that are not padding. The other arguments make the usual slips:
-    which keys a query may look at ("future visible", "future only": the triangle the wrong way round (triu),
-    "padding visible", "diagonal excluded"), the scale (sqrt(d) by default), the softmax's axis, and the mask
-    multiplied into the scores instead of -inf."""
+    """One causal head written out, whose other arguments make the usual slips: which keys a query may look at
+    ("future visible", "future only": the triangle the wrong way round (triu), "padding visible", "diagonal
+    excluded"), the scale (sqrt(d) by default), the softmax's axis, and the mask multiplied into the scores
+    instead of -inf."""
     T, d = q.shape
     ones = torch.ones(T, T, dtype=torch.bool)
     real = key_mask.bool()[None, :]  # (1, T): padding keys are never looked at
@@ -81,7 +88,7 @@ def attention_hint(got):
 def check_causal_attention(causal_attention, q, k, v, key_mask):
     """causal_attention(q, k, v, key_mask) -> (T, d): one head where query i sees keys 0..i that are not padding."""
     got = causal_attention(q.clone(), k.clone(), v.clone(), key_mask.clone())
-    return judge_answer(got, attend(q, k, v, key_mask), ATTENTION_SLIPS, (q, k, v, key_mask),
+    return judge_answer(got, causal_head(q, k, v, key_mask), ATTENTION_SLIPS, (q, k, v, key_mask),
                         form=lambda got: head_output_form(got, q, k, v),
                         same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True), fallback=attention_hint)
 

@@ -3,26 +3,18 @@
 import math
 
 import torch
-import torch.nn.functional as F
 
+from ..model.bert import attention, attention_bias
 from .framework import Slip, exercise, expect, judge_answer
 
 EX = "07"
 
 
-def _weights(q, k, causal):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if causal:
-        T = q.shape[-2]
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    return scores.softmax(-1)
-
-
 def entropy_cases():
     """The weights of 2 heads over 5 tokens, (heads, T, T): attending both ways, then causal (rows with zeros)."""
     g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)  # (heads, T, head size)
-    return [(_weights(q, k, causal),) for causal in (False, True)]
+    q, k, v = (torch.randn(2, 5, 4, generator=g) for _ in range(3))  # (heads, T, head size)
+    return [(attention(q, k, v, is_causal=causal)[1],) for causal in (False, True)]
 
 
 def entropy(w, axis=-1):
@@ -73,6 +65,12 @@ def masked_cases():
     return [_masked_case(3, 5, 4, [5, 3, 4], 0), _masked_case(4, 4, 8, [2, 4, 1, 3], 1)]
 
 
+def masked_reference(q, k, v, mask):
+    """The right answer, minibert's attention with the padding keys hidden: (output, weights)."""
+    T = mask.shape[1]
+    return attention(q, k, v, bias=attention_bias(mask, T, T, causal=False, dtype=q.dtype))
+
+
 def _padding_keys(mask):
     return mask[:, None, None, :] == 0  # (B, 1, 1, T)
 
@@ -82,7 +80,8 @@ def _padding_queries(mask):
 
 
 def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
-    """The reference weights, and the common mistakes: another scale, another softmax axis, another mask."""
+    """Attention weights written out, whose arguments make the common mistakes: another fill, another scale,
+    another softmax axis, another mask than the padding keys."""
     scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
     hide = _padding_keys(mask) if masked is None else masked
     return scores.masked_fill(hide, fill).softmax(dim)
@@ -132,12 +131,12 @@ def close_to_either(weights, pair):
     return any(torch.allclose(weights, w, atol=1e-5, equal_nan=True) for w in pair)
 
 
-def masking_hint(weights, q, k, mask):
+def masking_hint(weights, q, k, v, mask):
     """What is wrong with attention weights that no slip explains: the mask applied after the softmax, NaN,
     weight left on padding keys, rows that do not sum to 1, or else."""
     keys = _padding_keys(mask)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
+    unmasked = attention(q, k, v)[1]
+    if torch.allclose(weights.masked_fill(keys, 0), unmasked.masked_fill(keys, 0), atol=1e-5):
         return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of the "
                 "padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' weights as "
                 "they were, and rows that no longer sum to 1")
@@ -154,7 +153,7 @@ def masking_hint(weights, q, k, mask):
 @exercise(EX, 2, "attention with a padding mask", cases=masked_cases)
 def check_masked_attention(masked_attention, q, k, v, mask):
     """masked_attention(q, k, v, attention_mask) -> (output (B, nh, T, d), weights (B, nh, T, T)) with padding
-    keys hidden: compared with a reference and with torch's scaled_dot_product_attention."""
+    keys hidden: compared with minibert's attention."""
     B, heads, T, d = q.shape
     try:
         got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
@@ -172,10 +171,10 @@ def check_masked_attention(masked_attention, q, k, v, mask):
     if tuple(out.shape) != (B, heads, T, d) or tuple(weights.shape) != (B, heads, T, T):
         return (f"shapes: output (B, heads, T, d) = {(B, heads, T, d)} and weights (B, heads, T, T) = "
                 f"{(B, heads, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
-    fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
-    hint = judge_answer(weights, (_masked_weights(q, k, mask),), MASKED_ATTENTION_SLIPS, (q, k, mask),
-                        same=close_to_either, fallback=lambda weights: masking_hint(weights, q, k, mask))
-    if hint is None and not torch.allclose(out, fused, atol=1e-5):
+    right_out, right_weights = masked_reference(q, k, v, mask)
+    hint = judge_answer(weights, (right_weights,), MASKED_ATTENTION_SLIPS, (q, k, mask), same=close_to_either,
+                        fallback=lambda weights: masking_hint(weights, q, k, v, mask))
+    if hint is None and not torch.allclose(out, right_out, atol=1e-5):
         return "the weights are right; the output is the weighted average of the values: weights @ v"
     return hint
 

@@ -4,6 +4,7 @@ import copy
 
 import torch
 
+from ..model.labels import IGNORE_INDEX
 from .framework import CLS, PAD, SEP, Slip, exercise, judge_answer
 
 EX = "09"
@@ -28,7 +29,7 @@ def check_decoder_inputs(decoder_inputs):
     got = decoder_inputs([list(t) for t in targets])
     ids = torch.tensor([[CLS, 40, 41, 42, SEP], [CLS, 50, SEP, PAD, PAD]])
     mask = (ids != PAD).long()
-    labels = ids.masked_fill(mask == 0, -100)
+    labels = ids.masked_fill(mask == 0, IGNORE_INDEX)
     if not isinstance(got, dict) or not {"input_ids", "attention_mask", "labels"} <= set(got):
         return "return a dict with input_ids, attention_mask and labels"
     g_ids, g_mask, g_labels = (torch.as_tensor(got[k]) for k in ("input_ids", "attention_mask", "labels"))

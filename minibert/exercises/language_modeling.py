@@ -5,7 +5,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from ..model.labels import shift_labels
+from ..model.labels import IGNORE_INDEX, shift_labels
 from .framework import Slip, exercise, judge_answer, same_number, tensor_of_shape
 
 EX = "03"
@@ -18,7 +18,7 @@ def _batch():
 
 
 def causal_labels(ids, mask):
-    return ids.masked_fill(mask == 0, -100)
+    return ids.masked_fill(mask == 0, IGNORE_INDEX)
 
 
 LABEL_SLIPS = [Slip("padding scored", lambda ids, mask: ids,
@@ -114,8 +114,8 @@ def _summed_loss(logits, targets):
     """Summed cross-entropy of logits (..., V) against targets (...), -100 skipped, and the number of targets."""
     V = logits.shape[-1]
     targets = targets.reshape(-1)
-    return float(F.cross_entropy(logits.reshape(-1, V), targets, ignore_index=-100, reduction="sum")), \
-        int((targets != -100).sum())
+    return float(F.cross_entropy(logits.reshape(-1, V), targets, ignore_index=IGNORE_INDEX, reduction="sum")), \
+        int((targets != IGNORE_INDEX).sum())
 
 
 def _mean_loss(logits, targets):
@@ -129,8 +129,8 @@ def _shifted_total(logits, ids, mask):
 
 
 def causal_lm_loss_reference(logits, ids, mask):
-    """The mean causal-LM loss: logits[:, :-1] scored on input_ids[:, 1:], padding skipped."""
-    return _mean_loss(logits[:, :-1], causal_labels(ids, mask)[:, 1:])
+    """The mean causal-LM loss: each position scored on the next label, as the model shifts them, padding skipped."""
+    return _mean_loss(logits, shift_labels(causal_labels(ids, mask)))
 
 
 def _mean_of_sequence_means(logits, ids, mask):

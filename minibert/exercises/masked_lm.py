@@ -2,6 +2,7 @@
 
 import torch
 
+from ..model.labels import IGNORE_INDEX
 from .framework import CLS, MASK, PAD, SEP, Slip, exercise, judge_answer, same_number
 
 EX = "04"
@@ -37,7 +38,7 @@ def _judge_outputs(original, ids, special, out):
     if not torch.equal(ids, original):
         return "you changed input_ids in place: work on input_ids.clone() so the caller keeps the original", None
     ordinary = ~special
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     if bool(selected.all()) or share(selected & ordinary, ordinary) > 0.5:
         return ("labels must be -100 wherever a token was NOT selected; otherwise the loss also scores the ~85% "
                 "of tokens the model can simply copy from its input"), None
@@ -94,7 +95,7 @@ def check_mask_tokens(mask_tokens):
     if hint:
         return hint
     masked, labels = outputs
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     rate = share(selected, ~special)
     if not 0.13 <= rate <= 0.17:
         return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
@@ -182,8 +183,8 @@ def check_mask_with_budget(mask_with_budget):
         if hint:
             return hint
         masked, labels = masked_labels
-        outputs.append((original, masked, labels != -100))
-        runs.append(((labels != -100).sum(1), (~special).sum(1), 0.15 if p is None else p))
+        outputs.append((original, masked, labels != IGNORE_INDEX))
+        runs.append(((labels != IGNORE_INDEX).sum(1), (~special).sum(1), 0.15 if p is None else p))
     hint = counts_hint(runs)
     if hint:
         return hint
@@ -191,7 +192,7 @@ def check_mask_with_budget(mask_with_budget):
     if hint:
         return hint
     again = call(0)[3]
-    if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
+    if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != IGNORE_INDEX, outputs[0][2])):
         return SAME_SEED
     return None
 
@@ -202,7 +203,7 @@ def accuracy_case():
     B, T, V = 2, 9, 12
     targets = torch.randint(V, (B, T), generator=g)
     logits = torch.randn(B, T, V, generator=g)
-    labels = torch.full((B, T), -100)
+    labels = torch.full((B, T), IGNORE_INDEX)
     chosen = [(0, 1), (0, 3), (0, 4), (0, 7), (1, 0), (1, 2), (1, 5), (1, 6), (1, 7), (1, 8)]
     for i, (b, t) in enumerate(chosen):
         labels[b, t] = targets[b, t]
@@ -217,7 +218,7 @@ def right_guesses(logits, labels):
 
 def accuracy(logits, labels):
     """The share of labelled positions predicted right."""
-    return right_guesses(logits, labels) / int((labels != -100).sum())
+    return right_guesses(logits, labels) / int((labels != IGNORE_INDEX).sum())
 
 
 ACCURACY_SLIPS = [
@@ -225,7 +226,7 @@ ACCURACY_SLIPS = [
          "the -100 positions were counted: average only where labels != -100, the positions the model was asked "
          "about"),
     Slip("count", right_guesses, "that is the number of right guesses; divide by the number of labelled positions"),
-    Slip("percentage", lambda logits, labels: 100 * right_guesses(logits, labels) / int((labels != -100).sum()),
+    Slip("percentage", lambda logits, labels: 100 * right_guesses(logits, labels) / int((labels != IGNORE_INDEX).sum()),
          "return a fraction between 0 and 1 (0.6), not a percentage"),
     Slip("wrong share", lambda logits, labels: 1 - accuracy(logits, labels), "that is the share of WRONG guesses"),
 ]

@@ -5,6 +5,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
+from ..model.labels import IGNORE_INDEX
 from .framework import CLS, MASK, SEP, Slip, exercise, expect, judge_answer, same_number
 
 EX = "06"
@@ -14,15 +15,17 @@ def _pretraining_batch():
     """Logits and labels of a small batch: 2 sequences of 6 tokens, a vocabulary of 11."""
     g = torch.Generator().manual_seed(0)
     mlm_logits = torch.randn(2, 6, 11, generator=g) * 2
-    labels = torch.full((2, 6), -100)
+    labels = torch.full((2, 6), IGNORE_INDEX)
     labels[0, 2], labels[0, 4], labels[1, 1] = 7, 9, 5
     nsp_logits = torch.tensor([[2.0, -1.0], [0.5, 1.5]])
     nsp_labels = torch.tensor([0, 1])
     return mlm_logits, nsp_logits, labels, nsp_labels
 
 
-def _mlm_loss(mlm_logits, labels, **kwargs):
-    return F.cross_entropy(mlm_logits.view(-1, mlm_logits.shape[-1]), labels.view(-1), **kwargs).item()
+def _mlm_loss(mlm_logits, labels, reduction="mean"):
+    """The masked-LM loss over the labelled positions (labels of -100 are skipped)."""
+    return F.cross_entropy(mlm_logits.view(-1, mlm_logits.shape[-1]), labels.view(-1), ignore_index=IGNORE_INDEX,
+                           reduction=reduction).item()
 
 
 def _nsp_loss(nsp_logits, nsp_labels):
@@ -31,20 +34,20 @@ def _nsp_loss(nsp_logits, nsp_labels):
 
 def pretraining_loss_reference(mlm_logits, nsp_logits, labels, nsp_labels):
     """The masked-LM loss (over the labelled positions) plus the next-sentence loss."""
-    return _mlm_loss(mlm_logits, labels, ignore_index=-100) + _nsp_loss(nsp_logits, nsp_labels)
+    return _mlm_loss(mlm_logits, labels) + _nsp_loss(nsp_logits, nsp_labels)
 
 
 NOT_IGNORED = ("-100 is not ignored: positions without a label became targets (token 0). Keep ignore_index=-100 so "
                "only the chosen positions count")
 PRETRAINING_LOSS_SLIPS = [  # on the case (prediction_logits p, seq_relationship_logits s, labels, nsp_labels)
-    Slip("masked LM only", lambda p, s, labels, nsp_labels: _mlm_loss(p, labels, ignore_index=-100),
+    Slip("masked LM only", lambda p, s, labels, nsp_labels: _mlm_loss(p, labels),
          "that is the masked-LM loss alone: add the next-sentence loss"),
     Slip("NSP only", lambda p, s, labels, nsp_labels: _nsp_loss(s, nsp_labels),
          "that is the next-sentence loss alone: add the masked-LM loss"),
     Slip("averaged", lambda *case: pretraining_loss_reference(*case) / 2,
          "BERT adds the two losses; you averaged them (half of each)"),
     Slip("NSP labels swapped",
-         lambda p, s, labels, nsp_labels: _mlm_loss(p, labels, ignore_index=-100) + _nsp_loss(s, 1 - nsp_labels),
+         lambda p, s, labels, nsp_labels: _mlm_loss(p, labels) + _nsp_loss(s, 1 - nsp_labels),
          "the NSP labels are swapped: label 0 = IsNext is column 0 of seq_relationship_logits; pass "
          "next_sentence_label to cross_entropy as it is"),
     Slip("-100 not ignored",
@@ -61,7 +64,7 @@ def check_pretraining_loss(pretraining_loss):
     """pretraining_loss(prediction_logits, seq_relationship_logits, labels, next_sentence_label) -> total loss."""
     case = _pretraining_batch()
     got = pretraining_loss(*(x.clone() for x in case))
-    mlm, nsp = _mlm_loss(case[0], case[2], ignore_index=-100), _nsp_loss(case[1], case[3])
+    mlm, nsp = _mlm_loss(case[0], case[2]), _nsp_loss(case[1], case[3])
     return judge_answer(
         got, pretraining_loss_reference(*case), PRETRAINING_LOSS_SLIPS, case,
         same=lambda a, b: abs(a - b) < 1e-4, convert=float,
@@ -84,9 +87,9 @@ def _pretraining_batches():
         types = torch.zeros_like(ids)
         types[:, 7:] = 1
         types[mask == 0] = 0
-        labels = torch.full_like(ids, -100)
+        labels = torch.full_like(ids, IGNORE_INDEX)
         labels[:, 2], labels[:, 8] = ids[:, 2], ids[:, 8]
-        labels[1, 8] = -100
+        labels[1, 8] = IGNORE_INDEX
         ids[:, 2] = MASK
         batches.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
                         "next_sentence_label": torch.randint(0, 2, (4,), generator=g), "labels": labels})
