@@ -196,7 +196,7 @@ def question_from(table, where):
         refuse("options must give at least two letters: options.A = ..., options.B = ...")
     for letter, option in options.items():
         text(f"options.{letter}", option)
-    if answer not in options:
+    if not isinstance(answer, str) or answer not in options:
         refuse(f"answer {answer!r} is not one of its options ({', '.join(options)})")
     if not isinstance(wrong, dict):
         refuse("wrong must give, letter by letter, why an option is wrong: wrong.B = ...")

@@ -106,6 +106,7 @@ def test_a_quiz_file_reads_as_its_questions(tmp_path):
 
 @pytest.mark.parametrize("change,problem", [
     (('answer = "A"', 'answer = "C"'), "question [q1]: answer 'C' is not one of its options (A, B)"),
+    (('answer = "A"', 'answer = ["A"]'), "question [q1]: answer ['A'] is not one of its options (A, B)"),
     (("wrong.B", "wrong.A"), "question [q1]: wrong.A explains the right answer"),
     (("wrong.B", "wrong.D"), "question [q1]: wrong.D explains no option"),
     (('why = "A is the right letter."', 'why = " "'), "question [q1]: why must be a non-empty string"),
@@ -113,7 +114,7 @@ def test_a_quiz_file_reads_as_its_questions(tmp_path):
     (('answer = "A"', 'answer = "A"\nhint = "A"'), "question [q1]: unknown key hint"),
     (('answer = "A"\n', ""), "question [q1]: missing answer"),
     (('"this one"', '"this one'), "not a valid TOML file"),
-], ids=["answer", "wrong-is-answer", "wrong-no-option", "empty-why", "misspelt-key", "unknown-key", "missing",
+], ids=["answer", "answer-not-a-letter", "wrong-is-answer", "wrong-no-option", "empty-why", "misspelt-key", "unknown-key", "missing",
         "toml"])
 def test_a_broken_quiz_file_is_refused_with_the_file_and_the_question_named(tmp_path, change, problem):
     path = tmp_path / "99.toml"
