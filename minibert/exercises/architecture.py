@@ -1,21 +1,28 @@
-"""Exercises and quiz of notebook 02, the BERT architecture: attention by hand and parameter counts."""
+"""Exercises of notebook 02, the BERT architecture: attention by hand and parameter counts."""
 
 import math
 
 import torch
 
+from ..model.bert import attention
 from ..model.config import BertConfig
-from .framework import Question, Slip, exercise, judge_answer
+from .framework import Slip, exercise, judge_answer
 
 EX = "02"
 
 
 # ---- 02.1 a causal attention head by hand ----
+def causal_head(q, k, v, key_mask):
+    """The right answer, minibert's attention: query i looks at keys 0..i that are not padding."""
+    padding = torch.zeros(len(k)).masked_fill(key_mask == 0, float("-inf"))  # (T,): added to each query's scores
+    return attention(q, k, v, bias=padding, is_causal=True)[0]
+
+
 def attend(q, k, v, key_mask, keys="causal", scale=None, dim=-1, multiply=False):
-    """One causal head: query i looks at keys 0..i that are not padding. The other arguments make the usual slips:
-    which keys a query may look at ("future visible", "future only": the triangle the wrong way round (triu),
-    "padding visible", "diagonal excluded"), the scale (sqrt(d) by default), the softmax's axis, and the mask
-    multiplied into the scores instead of -inf."""
+    """One causal head written out, whose other arguments make the usual slips: which keys a query may look at
+    ("future visible", "future only": the triangle the wrong way round (triu), "padding visible", "diagonal
+    excluded"), the scale (sqrt(d) by default), the softmax's axis, and the mask multiplied into the scores
+    instead of -inf."""
     T, d = q.shape
     ones = torch.ones(T, T, dtype=torch.bool)
     real = key_mask.bool()[None, :]  # (1, T): padding keys are never looked at
@@ -77,20 +84,13 @@ def attention_hint(got):
             "masked_fill(-inf); softmax(dim=-1); @ v")
 
 
-@exercise(EX, 1, "a causal attention head by hand")
-def check_causal_attention(causal_attention):
+@exercise(EX, 1, "a causal attention head by hand", cases=attention_cases)
+def check_causal_attention(causal_attention, q, k, v, key_mask):
     """causal_attention(q, k, v, key_mask) -> (T, d): one head where query i sees keys 0..i that are not padding."""
-    def judge():
-        for case in attention_cases():
-            got = causal_attention(*(x.clone() for x in case))
-            hint = judge_answer(got, attend(*case), ATTENTION_SLIPS, case,
-                                form=lambda got: head_output_form(got, *case[:3]),
-                                same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True),
-                                fallback=attention_hint)
-            if hint:
-                return hint
-        return None
-    return judge
+    got = causal_attention(q.clone(), k.clone(), v.clone(), key_mask.clone())
+    return judge_answer(got, causal_head(q, k, v, key_mask), ATTENTION_SLIPS, (q, k, v, key_mask),
+                        form=lambda got: head_output_form(got, q, k, v),
+                        same=lambda a, b: torch.allclose(a, b, atol=1e-5, equal_nan=True), fallback=attention_hint)
 
 
 # ---- 02.2 and 02.3 parameter counts ----
@@ -140,7 +140,7 @@ def judge_counts(count, right, slips, what):
 @exercise(EX, 2, "parameters of the embeddings")
 def check_embedding_parameters(embedding_parameters):
     """embedding_parameters(config) -> the number of parameters of BertEmbeddings."""
-    return lambda: judge_counts(embedding_parameters, embedding_count, EMBEDDING_SLIPS, "embeddings")
+    return judge_counts(embedding_parameters, embedding_count, EMBEDDING_SLIPS, "embeddings")
 
 
 def layer_count(c, biases=True, attention_matrices=4, feed_forward_matrices=2, norms=2):
@@ -176,100 +176,4 @@ LAYER_SLIPS = [
 @exercise(EX, 3, "parameters of one transformer layer")
 def check_layer_parameters(layer_parameters):
     """layer_parameters(config) -> the number of parameters of one BertLayer (encoder block)."""
-    return lambda: judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Why are attention scores divided by sqrt(d), d being the head size?",
-        {"A": "random dot products spread like sqrt(d): unscaled, the softmax would turn nearly one-hot and its "
-              "gradients vanish",
-         "B": "to make each query's weights add up to 1, which the softmax alone does not guarantee once the "
-              "scores grow large",
-         "C": "to keep the scores small enough for half precision: unscaled scores would overflow float16 and "
-              "cost more memory",
-         "D": "to bring the scores of padding keys close to 0, so that the softmax can then leave those keys "
-              "out of the weighted average"}, "A",
-        "dividing by sqrt(d) keeps the scores' spread about the same for any head size, so the softmax stays soft.",
-        {"B": "the softmax makes every row add up to 1 whatever the scores; the scaling changes how peaked the row "
-              "is.",
-         "C": "the scaling is there in float32 as well; it is about the shape of the softmax, not about memory.",
-         "D": "padding keys are hidden by a score of -inf before the softmax, not by any scaling."}),
-    "q2": Question(
-        "Without position embeddings, how would BERT's encoder treat 'dog bites man' and 'man bites dog'?",
-        {"A": "as two different inputs, because attention reads the tokens from left to right and so sees their "
-              "order",
-         "B": "as two different inputs, because the feed-forward layer runs through the tokens one after another",
-         "C": "as the same bag of tokens: 'dog' gets the same output vector in both, only at another index",
-         "D": "the same in the first layer only: the layers above recover the order from the ones below"}, "C",
-        "attention itself ignores order (it is permutation-equivariant); the position table tells the model "
-        "where each token is.",
-        {"A": "BERT's attention has no direction: each token weighs every other by content alone, so without "
-              "positions the order is invisible.",
-         "B": "the feed-forward layer transforms each token on its own, the same way at every position: it sees "
-              "no order either.",
-         "D": "every layer is blind to order in the same way: with nothing that marks positions, no layer can "
-              "recover them."}),
-    "q3": Question(
-        "What does the segment (token type) embedding add to a token's vector?",
-        {"A": "the token's position inside its own segment, counted again from 0 after the first [SEP]",
-         "B": "a copy of the [CLS] vector, so that every token of the pair knows what the whole input is about",
-         "C": "nothing once pretraining is over: only next sentence prediction reads segments, then they go",
-         "D": "one learned vector per segment: every token of B and its [SEP] get the same segment-1 vector"}, "D",
-        "for a pair [CLS] A [SEP] B [SEP], every token of B gets the segment-1 vector added, so the model can tell "
-        "the two segments apart.",
-        {"A": "positions come from the position table and run through the whole input, across the [SEP].",
-         "B": "no [CLS] vector is added anywhere; every input vector is word + position + segment.",
-         "C": "the segment table stays in the model, and every pair given to it later, e.g. when fine-tuning, uses "
-              "it."}),
-    "q4": Question(
-        "minibert and transformers give the same logits on the same weights. What does that let you do?",
-        {"A": "conclude that minibert is right for every configuration, from this one comparison",
-         "B": "load a checkpoint saved by either library in the other, and test each one against the other",
-         "C": "pair a checkpoint with any tokenizer of the same vocabulary size, since both libraries read ids "
-              "alike",
-         "D": "expect minibert to train as fast as transformers, since both compute the same function"},
-        "B",
-        "the same parameter names and the same computation make checkpoints interchangeable, and a difference "
-        "in outputs would reveal a bug.",
-        {"A": "one configuration exercises some code paths only; the project's tests repeat the comparison on "
-              "many configurations.",
-         "C": "the weights need the tokenizer they were trained with (notebook 01); parity is about the model, "
-              "not the tokenizer.",
-         "D": "equal outputs say nothing about speed: the two libraries compute the same function, each its own "
-              "way."}),
-    "q5": Question(
-        "The word table holds most of the tiny model's parameters, but a minority of bert-base's. Why?",
-        {"A": "bert-base is wider and deeper: a layer grows with the square of the width, the word table linearly",
-         "B": "bert-base has 12 heads per layer, and every head brings its own full-width query, key and value "
-              "matrices",
-         "C": "bert-base ties its word table to the masked-LM head, so that the table is counted only once",
-         "D": "most of bert-base's parameters sit in its pooler and its pretraining heads, which the tiny model "
-              "lacks"}, "A",
-        "a layer of width H holds about 12 H² parameters, the word table V H: six times the width and six times "
-        "the layers outgrow a vocabulary under four times larger.",
-        {"B": "the heads share a layer's query, key and value matrices, each using a slice of their outputs: the "
-              "count does not depend on the number of heads.",
-         "C": "the tiny model ties them too, and the table is counted once in both; the count here is the "
-              "encoder's alone.",
-         "D": "the pooler is a single hidden x hidden layer, a small part of either model, and the heads are not "
-              "counted here."}),
-    "q6": Question(
-        "One query, four keys, all scores equal, and the last key is padding. What does this program print?",
-        {"A": "[0.25, 0.25, 0.25, 0.25]", "B": "[0.33, 0.33, 0.33, 0.0]", "C": "[0.25, 0.25, 0.25, 0.0]",
-         "D": "[0.0, 0.0, 0.0, 1.0]"}, "B",
-        "the padding key's score becomes -inf, so its exp is 0; the softmax shares all the weight among the three "
-        "real keys, 1/3 each.",
-        {"A": "those are the weights with no mask at all, or with the scores multiplied by the mask (exp(0) = 1 "
-              "still counts); -inf removes the key.",
-         "C": "the -inf goes in BEFORE the softmax, which then shares the whole weight among the three real keys.",
-         "D": "that is the inverted mask: 1 marks a real key, 0 padding, and masked_fill hides where key_mask == 0."},
-        code='''
-import torch
-
-scores = torch.zeros(1, 4)  # one query, four keys: all scores equal
-key_mask = torch.tensor([1, 1, 1, 0])  # the last key is padding
-weights = scores.masked_fill(key_mask == 0, float("-inf")).softmax(dim=-1)
-print([round(w, 2) for w in weights[0].tolist()])
-'''),
-}}
+    return judge_counts(layer_parameters, layer_count, LAYER_SLIPS, "layer's weights")

@@ -1,26 +1,20 @@
-"""Exercises and quiz of notebook 07, attention: entropy, attention with a padding mask, and what a head looks at."""
+"""Exercises of notebook 07, attention: entropy, attention with a padding mask, and what a head looks at."""
 
 import math
 
 import torch
-import torch.nn.functional as F
 
-from .framework import Question, Slip, exercise, expect, judge_answer
+from ..model.bert import attention, attention_bias
+from .framework import Slip, exercise, expect, judge_answer
 
 EX = "07"
 
 
-def _qk():
+def entropy_cases():
+    """The weights of 2 heads over 5 tokens, (heads, T, T): attending both ways, then causal (rows with zeros)."""
     g = torch.Generator().manual_seed(0)
-    return torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g)  # (heads, T, head size)
-
-
-def _weights(q, k, causal):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if causal:
-        T = q.shape[-2]
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    return scores.softmax(-1)
+    q, k, v = (torch.randn(2, 5, 4, generator=g) for _ in range(3))  # (heads, T, head size)
+    return [(attention(q, k, v, is_causal=causal)[1],) for causal in (False, True)]
 
 
 def entropy(w, axis=-1):
@@ -48,22 +42,14 @@ def entropy_form(got, shape):
     return None
 
 
-@exercise(EX, 1, "attention entropy")
-def check_attention_entropy(attention_entropy):
+@exercise(EX, 1, "attention entropy", cases=entropy_cases)
+def check_attention_entropy(attention_entropy, w):
     """attention_entropy(weights) -> the entropy (nats) of every query row; weights (heads, T, T) -> (heads, T)."""
-    def judge():
-        q, k = _qk()
-        for causal in (False, True):
-            w = _weights(q, k, causal)
-            expected = entropy(w)
-            got = attention_entropy(w.clone())
-            hint = judge_answer(got, expected, ENTROPY_SLIPS, (w,), same=lambda a, b: torch.allclose(a, b, atol=1e-4),
-                                form=lambda got: entropy_form(got, expected.shape),
-                                fallback="for each row compute -sum(p * log p) over the keys (the last axis)")
-            if hint:
-                return hint
-        return None
-    return judge
+    expected = entropy(w)
+    got = attention_entropy(w.clone())
+    return judge_answer(got, expected, ENTROPY_SLIPS, (w,), same=lambda a, b: torch.allclose(a, b, atol=1e-4),
+                        form=lambda got: entropy_form(got, expected.shape),
+                        fallback="for each row compute -sum(p * log p) over the keys (the last axis)")
 
 
 def _masked_case(B, T, d, lengths, seed):
@@ -74,11 +60,15 @@ def _masked_case(B, T, d, lengths, seed):
     return q, k, v, mask
 
 
-def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
-    """The reference weights, and the common mistakes: another scale, another softmax axis, another mask."""
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
-    hide = mask[:, None, None, :] == 0 if masked is None else masked  # (B, 1, 1, T): padding keys
-    return scores.masked_fill(hide, fill).softmax(dim)
+def masked_cases():
+    """Padding patterns: none, a little, a lot; the second batch has as many sequences as tokens."""
+    return [_masked_case(3, 5, 4, [5, 3, 4], 0), _masked_case(4, 4, 8, [2, 4, 1, 3], 1)]
+
+
+def masked_reference(q, k, v, mask):
+    """The right answer, minibert's attention with the padding keys hidden: (output, weights)."""
+    T = mask.shape[1]
+    return attention(q, k, v, bias=attention_bias(mask, T, T, causal=False, dtype=q.dtype))
 
 
 def _padding_keys(mask):
@@ -87,6 +77,14 @@ def _padding_keys(mask):
 
 def _padding_queries(mask):
     return mask[:, None, :, None] == 0  # (B, 1, T, 1)
+
+
+def _masked_weights(q, k, mask, fill=float("-inf"), scale=None, dim=-1, masked=None):
+    """Attention weights written out, whose arguments make the common mistakes: another fill, another scale,
+    another softmax axis, another mask than the padding keys."""
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale is None else scale)  # (B, nh, T, T)
+    hide = _padding_keys(mask) if masked is None else masked
+    return scores.masked_fill(hide, fill).softmax(dim)
 
 
 def _either_fill(q, k, mask, **slip):
@@ -133,12 +131,12 @@ def close_to_either(weights, pair):
     return any(torch.allclose(weights, w, atol=1e-5, equal_nan=True) for w in pair)
 
 
-def masking_hint(weights, q, k, mask):
+def masking_hint(weights, q, k, v, mask):
     """What is wrong with attention weights that no slip explains: the mask applied after the softmax, NaN,
     weight left on padding keys, rows that do not sum to 1, or else."""
     keys = _padding_keys(mask)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if torch.allclose(weights.masked_fill(keys, 0), scores.softmax(-1).masked_fill(keys, 0), atol=1e-5):
+    unmasked = attention(q, k, v)[1]
+    if torch.allclose(weights.masked_fill(keys, 0), unmasked.masked_fill(keys, 0), atol=1e-5):
         return ("the mask must act BEFORE the softmax: put -inf (or a large negative number) on the scores of the "
                 "padding keys, then softmax. Zeroing or adding after the softmax leaves the real keys' weights as "
                 "they were, and rows that no longer sum to 1")
@@ -152,39 +150,33 @@ def masking_hint(weights, q, k, mask):
             "output = weights @ v")
 
 
-@exercise(EX, 2, "attention with a padding mask")
-def check_masked_attention(masked_attention):
+@exercise(EX, 2, "attention with a padding mask", cases=masked_cases)
+def check_masked_attention(masked_attention, q, k, v, mask):
     """masked_attention(q, k, v, attention_mask) -> (output (B, nh, T, d), weights (B, nh, T, T)) with padding
-    keys hidden: compared with a reference and with torch's scaled_dot_product_attention."""
-    def judge():
-        # several padding patterns: none, a little, a lot; the second case has as many sequences as tokens
-        for B, T, d, lengths, seed in ((3, 5, 4, [5, 3, 4], 0), (4, 4, 8, [2, 4, 1, 3], 1)):
-            q, k, v, mask = _masked_case(B, T, d, lengths, seed)
-            try:
-                got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
-            except NotImplementedError:
-                raise
-            except RuntimeError as e:
-                if "size of tensor" in str(e) or "broadcast" in str(e):
-                    return (f"the mask does not broadcast (your code raised: {e}). attention_mask is (B, T) and the "
-                            "scores are (B, heads, T, T): view it as (B, 1, 1, T), attention_mask[:, None, None, :], "
-                            "so that it lines up with the keys of every head and every query")
-                raise
-            if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
-                return "return two tensors: (output, weights)"
-            out, weights = got
-            if tuple(out.shape) != (B, 2, T, d) or tuple(weights.shape) != (B, 2, T, T):
-                return (f"shapes: output (B, heads, T, d) = {(B, 2, T, d)} and weights (B, heads, T, T) = "
-                        f"{(B, 2, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
-            fused = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())  # True: attend
-            hint = judge_answer(weights, (_masked_weights(q, k, mask),), MASKED_ATTENTION_SLIPS, (q, k, mask),
-                                same=close_to_either, fallback=lambda weights: masking_hint(weights, q, k, mask))
-            if hint:
-                return hint
-            if not torch.allclose(out, fused, atol=1e-5):
-                return "the weights are right; the output is the weighted average of the values: weights @ v"
-        return None
-    return judge
+    keys hidden: compared with minibert's attention."""
+    B, heads, T, d = q.shape
+    try:
+        got = masked_attention(q.clone(), k.clone(), v.clone(), mask.clone())
+    except NotImplementedError:
+        raise
+    except RuntimeError as e:
+        if "size of tensor" in str(e) or "broadcast" in str(e):
+            return (f"the mask does not broadcast (your code raised: {e}). attention_mask is (B, T) and the "
+                    "scores are (B, heads, T, T): view it as (B, 1, 1, T), attention_mask[:, None, None, :], "
+                    "so that it lines up with the keys of every head and every query")
+        raise
+    if not (isinstance(got, tuple) and len(got) == 2 and all(isinstance(x, torch.Tensor) for x in got)):
+        return "return two tensors: (output, weights)"
+    out, weights = got
+    if tuple(out.shape) != (B, heads, T, d) or tuple(weights.shape) != (B, heads, T, T):
+        return (f"shapes: output (B, heads, T, d) = {(B, heads, T, d)} and weights (B, heads, T, T) = "
+                f"{(B, heads, T, T)}; got {tuple(out.shape)} and {tuple(weights.shape)}")
+    right_out, right_weights = masked_reference(q, k, v, mask)
+    hint = judge_answer(weights, (right_weights,), MASKED_ATTENTION_SLIPS, (q, k, mask), same=close_to_either,
+                        fallback=lambda weights: masking_hint(weights, q, k, v, mask))
+    if hint is None and not torch.allclose(out, right_out, atol=1e-5):
+        return "the weights are right; the output is the weighted average of the values: weights @ v"
+    return hint
 
 
 def _padded_batch():
@@ -223,121 +215,13 @@ ATTENTION_TO_SLIPS = [  # on the case (weights, key_is, attention_mask)
 @exercise(EX, 3, "attention to a kind of token")
 def check_attention_to(attention_to):
     """attention_to(weights, key_is, attention_mask) -> the average weight a real query puts on the chosen keys."""
-    def judge():
-        w, mask = _padded_batch()
-        key_is = torch.tensor([[1, 0, 0, 0, 1], [1, 0, 1, 0, 0]], dtype=torch.bool)  # e.g. [CLS] and [SEP]
-        got = attention_to(w.clone(), key_is.clone(), mask.clone())
-        got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
-        right = attention_to_reference(w, key_is, mask)
-        return judge_answer(
-            got, right, ATTENTION_TO_SLIPS, (w, key_is, mask), same=lambda a, b: abs(a - b) < 1e-5,
-            form=expect(lambda got: isinstance(got, float),
-                        "return one number: the average over the real queries of the weight on the chosen keys"),
-            fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")
-    return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Section 1 read out.attentions from the shipped BERT: one tensor per layer. This program asks a small random "
-        "BERT of 3 layers and 4 heads for its attentions on a padded batch of two sequences of 6 tokens. What does "
-        "it print last?",
-        {"A": "3 (2, 6, 6, 4)",
-         "B": "4 (2, 3, 6, 6)",
-         "C": "3 (2, 4, 6, 6)",
-         "D": "3 (2, 4, 6, 4)"}, "C",
-        "one tensor per layer (3), each (batch, heads, queries, keys) = (2, 4, 6, 6); padding keys are still "
-        "columns, with weight 0.",
-        {"A": "the heads come second, right after the batch: (batch, heads, queries, keys).",
-         "B": "the tuple has one tensor per LAYER (3 here), and each holds every head of that layer.",
-         "D": "(2, 4, 6, 4) is the shape of the values of each head (head size 16 / 4 = 4); the weights have one "
-              "column per key, 6."},
-        code='''import torch
-import minibert
-
-torch.manual_seed(0)
-config = minibert.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=3, num_attention_heads=4,
-                             intermediate_size=32)
-model = minibert.BertModel(config).eval()
-ids = torch.tensor([[2, 11, 12, 13, 3, 0], [2, 21, 3, 0, 0, 0]])  # 0 is [PAD]
-out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
-print(len(out.attentions), tuple(out.attentions[0].shape))
-'''),
-    "q2": Question(
-        "Section 3 measured the mean entropy of each head's rows. One head of the shipped BERT lies far below the "
-        "value that uniform attention gives over the same rows, another close to it. What does the low value say "
-        "about the first head?",
-        {"A": "each of its rows puts nearly all of its weight on very few keys, as a head that reads one neighbour "
-              "does",
-         "B": "it learned less than the other head: a low entropy means a head carries little information",
-         "C": "its rows no longer sum to 1: only an unnormalised row can fall far below the uniform value",
-         "D": "its queries agree with one another: entropy measures how much the rows of a head differ from each "
-              "other"}, "A",
-        "entropy is 0 for a row on one key and ln n for a row spread evenly over n keys; far below uniform means "
-        "concentrated, as the sharp neighbour heads are.",
-        {"B": "entropy measures how spread a row is, not how useful the head is: the sharp heads are the ones that "
-              "formed with training.",
-         "C": "every row of a softmax sums to 1; entropy ranges from 0 (one key) to ln n (uniform) for such rows, so "
-              "a value far below uniform is allowed.",
-         "D": "entropy is computed within each row (one query's distribution over the keys) and then averaged; it "
-              "does not compare rows with each other."}),
-    "q3": Question(
-        "This program makes every query of a one-layer BERT score every key equally (the query weights set to 0), "
-        "then reads the first query's row of attention on a sequence of 3 real tokens and 2 padding tokens. What "
-        "does it print last?",
-        {"A": "0.20 0.20 0.20 0.20 0.20",
-         "B": "0.20 0.20 0.20 0.00 0.00",
-         "C": "0.00 0.00 0.00 0.50 0.50",
-         "D": "0.33 0.33 0.33 0.00 0.00"}, "D",
-        "the mask puts a large negative number on the padding keys' scores before the softmax: they get exactly 0 and "
-        "the 3 real keys share the row equally.",
-        {"A": "that is what a forgotten mask gives: the padding keys would take 2 of the 5 equal shares.",
-         "B": "that is the mask applied after the softmax without renormalising: the row would sum to 0.6, not 1.",
-         "C": "that is an inverted mask (1 read as padding): the real tokens are the ones with 1 in attention_mask."},
-        code='''import torch
-import minibert
-
-torch.manual_seed(0)
-config = minibert.BertConfig(vocab_size=30, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
-                             intermediate_size=16)
-model = minibert.BertModel(config).eval()
-query = model.encoder.layer[0].attention.self.query
-torch.nn.init.zeros_(query.weight)
-torch.nn.init.zeros_(query.bias)  # every query is 0, so every score q.k is 0
-ids = torch.tensor([[2, 7, 3, 0, 0]])  # [CLS] a [SEP] [PAD] [PAD]
-out = model(ids, attention_mask=(ids != 0).long(), output_attentions=True)
-print(" ".join(f"{w:.2f}" for w in out.attentions[0][0, 0, 0].tolist()))
-'''),
-    "q4": Question(
-        "In section 2 the causal LM bert-clm gave 'bank' exactly the same vector in all sixteen sentences, after "
-        "both layers, while the shipped BERT separated the two senses. Why can bert-clm not separate them?",
-        {"A": "it trained for less time than the BERT: a causal LM needs more steps than a masked LM to learn senses",
-         "B": "at position 2 it has read only [CLS] the bank, the same in every sentence: the clues come later",
-         "C": "a causal LM keeps static vectors: its hidden state at a position is the embedding of the token there",
-         "D": "it was trained on other documents than BERT, where 'bank' occurs in only one of its two senses"}, "B",
-        "a causal model's vector at a position depends only on the tokens up to it; the words that tell a river "
-        "bank from a money bank come after 'bank'.",
-        {"A": "no amount of training helps: the vectors are identical because the inputs it may read are identical.",
-         "C": "its hidden states do change with context (section 3 measures its heads reading earlier tokens); here "
-              "the context it may read is the same.",
-         "D": "all the checkpoints were trained on the same training documents, with the same vocabulary."}),
-    "q5": Question(
-        "In section 3 the shipped BERT's next-token head also gave the other pieces of a split word ('same word') a "
-        "share far above uniform. What is the careful reading?",
-        {"A": "the token after a word's first piece is often another piece of it: the share may come from reading "
-              "the next token",
-         "B": "the head has learned a second skill, assembling words from their WordPiece pieces: a share that far "
-              "above uniform cannot be chance",
-         "C": "the share is taken over every query, whole words included, which inflates it and makes it meaningless",
-         "D": "attention works on whole words: the pieces of a word share one key, so a head that reads one piece "
-              "reads them all"},
-        "A",
-        "categories of keys overlap, so a share far above uniform is a lead, not a finding: measure the pieces of "
-        "the same word that are not neighbours (exercise 07.6) before calling it a second skill.",
-        {"B": "far above uniform rules out chance, not another explanation: reading the next token alone already "
-              "gives a high same-word share.",
-         "C": "each share is averaged over the queries that have such a key; whole words without other pieces are "
-              "left out.",
-         "D": "every piece is a token with its own key, its own row and its own column (the map of section 3 "
-              "shows `flood` and `##ed` apart); attention never merges them."}),
-}}
+    w, mask = _padded_batch()
+    key_is = torch.tensor([[1, 0, 0, 0, 1], [1, 0, 1, 0, 0]], dtype=torch.bool)  # e.g. [CLS] and [SEP]
+    got = attention_to(w.clone(), key_is.clone(), mask.clone())
+    got = float(got) if isinstance(got, torch.Tensor) and got.numel() == 1 else got
+    right = attention_to_reference(w, key_is, mask)
+    return judge_answer(
+        got, right, ATTENTION_TO_SLIPS, (w, key_is, mask), same=lambda a, b: abs(a - b) < 1e-5,
+        form=expect(lambda got: isinstance(got, float),
+                    "return one number: the average over the real queries of the weight on the chosen keys"),
+        fallback=f"expected {right:.4f}: for each real query, sum its weights on the chosen keys; then average")

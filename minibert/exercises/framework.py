@@ -1,12 +1,15 @@
 """What every exercise and quiz shares: @exercise, which registers a check under its number (CHECKS);
-the verdict of a check (Result); run_check, which never lets a student's error stop the notebook;
-Slip, a usual mistake with its hint, and judge_answer, which tells a right answer from a slip; and the
-quizzes (Question, quiz, show_quiz). Each notebook's module imports from here; docs/teaching.md shows
-how to add one."""
+run_check, which judges a check's cases in turn and answers with its verdict (Result), never letting a
+student's error stop the notebook; Slip, a usual mistake with its hint, and judge_answer, which tells a
+right answer from a slip; and the quizzes, read from one file per notebook in quizzes/ (Question, quiz,
+show_quiz). Each notebook's module imports from here; docs/teaching.md shows how to add an exercise or
+edit a quiz."""
 
 import functools
 import operator
-from dataclasses import dataclass, field
+import pathlib
+import tomllib
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import torch
@@ -42,40 +45,46 @@ class Result:
     __str__ = __repr__
 
 
-def run_check(label, judge):
-    """Call judge(), which returns None when everything is right or a hint naming the mistake, and
-    answer with the Result of the exercise `label`. Your unfinished stub (NotImplementedError) is
-    "not done"; any other error in your code is reported, never raised, so a notebook always runs to
-    the end."""
+def run_check(label, judge, cases=((),)):
+    """Judge the cases in turn, judge(*case), which returns None when the answer is right on that case
+    or a hint naming the mistake, and answer with the Result of the exercise `label`: the first hint,
+    or passed. Your unfinished stub (NotImplementedError) is "not done"; any other error in your code
+    is reported, never raised, so a notebook always runs to the end."""
     try:
-        hint = judge()
+        for case in cases:
+            hint = judge(*case)
+            if hint is not None:
+                return Result(label, "wrong", hint)
     except NotImplementedError:
         return Result(label, "not done")
     except Exception as e:  # the student's code failed: say how, do not crash the notebook
         return Result(label, "wrong", f"your code raised {type(e).__name__}: {e}")
-    return Result(label, "passed") if hint is None else Result(label, "wrong", hint)
+    return Result(label, "passed")
 
 
 CHECKS = {}  # "03.2" -> the check of exercise 2 of notebook 03, in the order the modules register them
 
 
-def exercise(notebook, number, title):
+def exercise(notebook, number, title, cases=((),)):
     """Register an exercise's check under its number (notebook.number) and title; minibert.exercises
-    exports it under the function's name. The decorated function takes the student's function(s) and
-    returns the judge: a function of no arguments that returns None when everything is right, else a
-    hint naming the mistake. Calling the check runs the judge through run_check, so a student's error
-    is reported and never stops the notebook."""
+    exports it under the function's name. The decorated function judges one case: given the student's
+    function and the case's arguments, it returns None when the answer is right, else a hint naming
+    the mistake. `cases` is the list of cases, tuples of arguments, or a function that makes it when
+    the check runs; the default, one case without arguments, suits a judge that builds its own.
+    Calling the check, check(student_function), judges the cases in order through run_check: the
+    first hint wins, and a student's error is reported, never raised."""
     key = f"{notebook}.{number}"
 
-    def register(make_judge):
+    def register(judge):
         if key in CHECKS:
-            raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {make_judge.__name__}")
-        if any(check.__name__ == make_judge.__name__ for check in CHECKS.values()):
-            raise ValueError(f"two exercises are named {make_judge.__name__}: minibert.exercises exports them by name")
+            raise ValueError(f"exercise {key} is registered twice: {CHECKS[key].__name__} and {judge.__name__}")
+        if any(check.__name__ == judge.__name__ for check in CHECKS.values()):
+            raise ValueError(f"two exercises are named {judge.__name__}: minibert.exercises exports them by name")
 
-        @functools.wraps(make_judge)
+        @functools.wraps(judge)
         def check(*student):
-            return run_check(f"{key} {title}", lambda: make_judge(*student)())
+            return run_check(f"{key} {title}", functools.partial(judge, *student),
+                             cases() if callable(cases) else cases)
         check.exercise = key
         CHECKS[key] = check
         return check
@@ -137,6 +146,7 @@ def same_number(got, value):
 
 @dataclass
 class Question:
+    """A quiz question, as a table of quizzes/NN.toml gives it."""
     text: str
     options: dict  # letter -> option text
     answer: str  # the right letter
@@ -145,7 +155,62 @@ class Question:
     code: str = ""  # "predict the output": a short program; the right option is exactly what it prints
 
 
-QUIZZES = {}  # notebook number ("03") -> {"q1": Question, ...}
+QUIZ_FOLDER = pathlib.Path(__file__).with_name("quizzes")  # NN.toml: the quiz of notebook NN
+
+
+def load_quiz(path):
+    """The questions of a quiz file, {"q1": Question, ...} in the file's order. Each question is a table,
+    [q1], with the fields of Question; a mistake in the file is refused with an error that names the file
+    and the question."""
+    path = pathlib.Path(path)
+    try:
+        with path.open("rb") as f:
+            tables = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: not a valid TOML file ({e})") from None
+    return {name: question_from(table, f"{path}, question [{name}]") for name, table in tables.items()}
+
+
+def question_from(table, where):
+    """A Question from one table of a quiz file, checked: `where` names the file and the question in errors."""
+    def refuse(problem):
+        raise ValueError(f"{where}: {problem}")
+
+    def text(key, value):
+        if not isinstance(value, str) or not value.strip():
+            refuse(f"{key} must be a non-empty string, not {value!r}")
+
+    if not isinstance(table, dict):
+        refuse("a question is a table: [q1], then text = ..., options.A = ..., answer = ..., why = ...")
+    keys = [f.name for f in fields(Question)]
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        refuse(f"unknown key {', '.join(unknown)}; a question has {', '.join(keys)}")
+    missing = [key for key in ("text", "options", "answer", "why") if key not in table]
+    if missing:
+        refuse(f"missing {', '.join(missing)}")
+    text("text", table["text"])
+    text("why", table["why"])
+    options, answer, wrong = table["options"], table["answer"], table.get("wrong", {})
+    if not isinstance(options, dict) or len(options) < 2:
+        refuse("options must give at least two letters: options.A = ..., options.B = ...")
+    for letter, option in options.items():
+        text(f"options.{letter}", option)
+    if not isinstance(answer, str) or answer not in options:
+        refuse(f"answer {answer!r} is not one of its options ({', '.join(options)})")
+    if not isinstance(wrong, dict):
+        refuse("wrong must give, letter by letter, why an option is wrong: wrong.B = ...")
+    for letter, reason in wrong.items():
+        if letter not in options or letter == answer:
+            refuse(f"wrong.{letter} explains {'the right answer' if letter == answer else 'no option'}: "
+                   f"give wrong.X only for a wrong option X ({', '.join(sorted(set(options) - {answer}))})")
+        text(f"wrong.{letter}", reason)
+    if not isinstance(table.get("code", ""), str):
+        refuse("code must be a string: the program whose output the question asks to predict")
+    return Question(**table)
+
+
+QUIZZES = {path.stem: load_quiz(path) for path in sorted(QUIZ_FOLDER.glob("*.toml"))}  # "03" -> {"q1": ...}
 
 
 def show_quiz(notebook):

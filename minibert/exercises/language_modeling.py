@@ -1,12 +1,12 @@
-"""Exercises and quiz of notebook 03, language modeling: labels, the shift, the loss, and sampling."""
+"""Exercises of notebook 03, language modeling: labels, the shift, the loss, and sampling."""
 
 import numbers
 
 import torch
 import torch.nn.functional as F
 
-from ..model.labels import shift_labels
-from .framework import Question, Slip, exercise, judge_answer, same_number, tensor_of_shape
+from ..model.labels import IGNORE_INDEX, shift_labels
+from .framework import Slip, exercise, judge_answer, same_number, tensor_of_shape
 
 EX = "03"
 
@@ -18,7 +18,7 @@ def _batch():
 
 
 def causal_labels(ids, mask):
-    return ids.masked_fill(mask == 0, -100)
+    return ids.masked_fill(mask == 0, IGNORE_INDEX)
 
 
 LABEL_SLIPS = [Slip("padding scored", lambda ids, mask: ids,
@@ -40,14 +40,12 @@ def labels_hint(got, ids, mask):
 @exercise(EX, 1, "labels for a causal LM")
 def check_make_causal_labels(make_causal_labels):
     """make_causal_labels(input_ids, attention_mask) -> the labels to give BertForCausalLM."""
-    def judge():
-        ids, mask = _batch()
-        got = make_causal_labels(ids.clone(), mask.clone())
-        form = tensor_of_shape(ids.shape, f"return a tensor of the same shape as input_ids {tuple(ids.shape)}: "
-                                          "the model shifts, not you")
-        return judge_answer(got, causal_labels(ids, mask), LABEL_SLIPS, (ids, mask), same=torch.equal, form=form,
-                            fallback=lambda got: labels_hint(got, ids, mask))
-    return judge
+    ids, mask = _batch()
+    got = make_causal_labels(ids.clone(), mask.clone())
+    form = tensor_of_shape(ids.shape, f"return a tensor of the same shape as input_ids {tuple(ids.shape)}: "
+                                      "the model shifts, not you")
+    return judge_answer(got, causal_labels(ids, mask), LABEL_SLIPS, (ids, mask), same=torch.equal, form=form,
+                        fallback=lambda got: labels_hint(got, ids, mask))
 
 
 TARGET_SLIPS = [  # what each position is trained on, from the labels
@@ -66,15 +64,13 @@ def targets_hint(got, labels):
 @exercise(EX, 2, "the shift inside the model")
 def check_next_token_targets(next_token_targets):
     """next_token_targets(labels) -> what each position is trained on after the model's shift."""
-    def judge():
-        ids, mask = _batch()
-        labels = causal_labels(ids, mask)
-        got = next_token_targets(labels.clone())
-        form = tensor_of_shape(labels.shape, f"return a tensor shaped like labels {tuple(labels.shape)}, with -100 "
-                                             "where nothing follows")
-        return judge_answer(got, shift_labels(labels), TARGET_SLIPS, (labels,), same=torch.equal, form=form,
-                            fallback=lambda got: targets_hint(got, labels))
-    return judge
+    ids, mask = _batch()
+    labels = causal_labels(ids, mask)
+    got = next_token_targets(labels.clone())
+    form = tensor_of_shape(labels.shape, f"return a tensor shaped like labels {tuple(labels.shape)}, with -100 "
+                                         "where nothing follows")
+    return judge_answer(got, shift_labels(labels), TARGET_SLIPS, (labels,), same=torch.equal, form=form,
+                        fallback=lambda got: targets_hint(got, labels))
 
 
 def top_k_hint(got):
@@ -92,16 +88,14 @@ def top_k_hint(got):
 @exercise(EX, 3, "top-k filtering")
 def check_top_k_filter(top_k_filter):
     """top_k_filter(logits, k) -> logits with everything but the k largest per row set to -inf."""
-    def judge():
-        logits = torch.tensor([[1.0, 4.0, 2.0, 3.0, 0.5], [0.0, -1.0, 5.0, 2.0, 1.0]])
-        got = top_k_filter(logits.clone(), 2)
-        expected = torch.full_like(logits, float("-inf"))
-        expected[0, [1, 3]] = logits[0, [1, 3]]
-        expected[1, [2, 3]] = logits[1, [2, 3]]
-        form = tensor_of_shape(logits.shape, "return logits of the same shape (B, V); the sampler applies softmax "
-                                             "afterwards")
-        return judge_answer(got, expected, same=torch.equal, form=form, fallback=top_k_hint)
-    return judge
+    logits = torch.tensor([[1.0, 4.0, 2.0, 3.0, 0.5], [0.0, -1.0, 5.0, 2.0, 1.0]])
+    got = top_k_filter(logits.clone(), 2)
+    expected = torch.full_like(logits, float("-inf"))
+    expected[0, [1, 3]] = logits[0, [1, 3]]
+    expected[1, [2, 3]] = logits[1, [2, 3]]
+    form = tensor_of_shape(logits.shape, "return logits of the same shape (B, V); the sampler applies softmax "
+                                         "afterwards")
+    return judge_answer(got, expected, same=torch.equal, form=form, fallback=top_k_hint)
 
 
 def _loss_cases():
@@ -120,8 +114,8 @@ def _summed_loss(logits, targets):
     """Summed cross-entropy of logits (..., V) against targets (...), -100 skipped, and the number of targets."""
     V = logits.shape[-1]
     targets = targets.reshape(-1)
-    return float(F.cross_entropy(logits.reshape(-1, V), targets, ignore_index=-100, reduction="sum")), \
-        int((targets != -100).sum())
+    return float(F.cross_entropy(logits.reshape(-1, V), targets, ignore_index=IGNORE_INDEX, reduction="sum")), \
+        int((targets != IGNORE_INDEX).sum())
 
 
 def _mean_loss(logits, targets):
@@ -135,8 +129,8 @@ def _shifted_total(logits, ids, mask):
 
 
 def causal_lm_loss_reference(logits, ids, mask):
-    """The mean causal-LM loss: logits[:, :-1] scored on input_ids[:, 1:], padding skipped."""
-    return _mean_loss(logits[:, :-1], causal_labels(ids, mask)[:, 1:])
+    """The mean causal-LM loss: each position scored on the next label, as the model shifts them, padding skipped."""
+    return _mean_loss(logits, shift_labels(causal_labels(ids, mask)))
 
 
 def _mean_of_sequence_means(logits, ids, mask):
@@ -189,138 +183,16 @@ def loss_form(got):
     return None
 
 
-@exercise(EX, 6, "the causal-LM loss, with the shift")
-def check_causal_lm_loss(causal_lm_loss):
+@exercise(EX, 6, "the causal-LM loss, with the shift", cases=_loss_cases)
+def check_causal_lm_loss(causal_lm_loss, logits, ids, mask):
     """causal_lm_loss(logits, input_ids, attention_mask) -> the mean cross-entropy of predicting token t+1 at
     position t, over the real (not padding) targets: a float, or a 0-dim tensor with or without grad."""
-    def judge():
-        for logits, ids, mask in _loss_cases():
-            got = causal_lm_loss(logits.clone().requires_grad_(), ids.clone(), mask.clone())
-            right = causal_lm_loss_reference(logits, ids, mask)
-            hint = judge_answer(
-                got, right, LOSS_SLIPS, (logits, ids, mask), same=same_number, form=loss_form,
-                convert=lambda got: float(got.detach() if isinstance(got, torch.Tensor) else got),
-                fallback=lambda got: f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is "
-                                     f"{right:.4f}, you return {got:.4f}: score logits[:, :-1] against "
-                                     "input_ids[:, 1:], with -100 where attention_mask[:, 1:] is 0, and average over "
-                                     "the real targets")
-            if hint:
-                return hint
-        return None
-    return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "CausalLMCollator pads this batch, and BertForCausalLM shifts its labels before the loss. What does the "
-        "program print: the target of each position of the second sequence?",
-        {"A": "[2, 5, 6, 3, -100]", "B": "[6, 3, -100, -100, -100]", "C": "[5, 6, 3, -100, -100]",
-         "D": "[5, 6, 3, 0, -100]"}, "C",
-        "the collator gives labels = input_ids with -100 on padding, [2, 5, 6, 3, -100]; the model moves them one "
-        "step left and puts -100 at the end, where nothing follows.",
-        {"A": "that is what the collator returns; the model shifts it once more before scoring, so position t is "
-              "scored on token t + 1.",
-         "B": "that is shifted twice, the double-shift bug: position t would be scored on token t + 2.",
-         "D": "padding is -100 in the collator's labels, never the [PAD] id 0, so no position is scored on "
-              "predicting [PAD]."},
-        code='''
-import minibert
-from minibert.model.labels import shift_labels
-
-
-class Tokenizer:  # all that CausalLMCollator reads from a tokenizer: the [PAD] id and the vocabulary size
-    pad_token_id = 0
-
-    def __len__(self):
-        return 100
-
-
-batch = minibert.CausalLMCollator(Tokenizer())([[2, 7, 8, 9, 3], [2, 5, 6, 3]])
-targets = shift_labels(batch["labels"])  # what BertForCausalLM scores each position on
-print(targets[1].tolist())
-'''),
-    "q2": Question(
-        "A training script feeds BertForCausalLM input_ids[:, :-1] with labels input_ids[:, 1:], as a common "
-        "example does, and its loss falls steadily. What is position t trained to predict?",
-        {"A": "token t + 2: the script shifted once and the model shifts again, so the two shifts add up",
-         "B": "token t + 1, as intended: a loss that falls steadily in training shows that the labels are right",
-         "C": "token t + 1: the model sees that the labels are shifted already and skips its own shift",
-         "D": "token t, its own: the two shifts cancel, so every position is scored on the token it reads"}, "A",
-        "the user shifted once and the model shifted again, so position t is trained on token t + 2; guessing two "
-        "ahead is possible, just harder, so the loss still falls.",
-        {"B": "the loss falls for the buggy model too, because guessing two tokens ahead can be learned; a falling "
-              "loss cannot tell the two apart.",
-         "C": "the model notices and warns (section 4 shows the warning), but it still shifts: it cannot know "
-              "whether you meant the labels as they are.",
-         "D": "both shifts move the labels the same way, to the left, so they add up to two steps; they do not "
-              "cancel."}),
-    "q3": Question(
-        "In the question-answer example of section 1, the prompt's labels are -100 and the answer's are its token "
-        "ids. What does training do with the prompt?",
-        {"A": "it drops the prompt from the input, so the answer is learned without ever seeing its question",
-         "B": "it trains on the prompt too: -100 only marks padding, and real tokens are always scored anyway",
-         "C": "it teaches the model to output the value -100 at prompt positions, so it stays silent there",
-         "D": "the model reads the prompt, but no position is ever scored on predicting a prompt token"}, "D",
-        "-100 only removes targets from the loss; the prompt stays in input_ids and the answer's positions "
-        "attend to it.",
-        {"A": "the labels do not change the input: the prompt is still in input_ids and every later position "
-              "can attend to it.",
-         "B": "-100 is skipped wherever it appears, padding or not: the loss has no idea which tokens are "
-              "padding, it only sees -100.",
-         "C": "-100 is not a token id the model can output; cross-entropy skips those positions entirely."}),
-    "q4": Question(
-        "transformers' BertLMHeadModel, loaded with is_decoder=False, is trained to predict next tokens. What "
-        "happens, according to section 2?",
-        {"A": "transformers refuses to build it and raises an error, since a next-token head needs is_decoder",
-         "B": "it attends both ways, so position t reads token t + 1: the loss drops fast, generation fails",
-         "C": "it is causal anyway: the head that shifts the labels also turns the attention left to right",
-         "D": "it trains normally, only a little slower, since each position now also attends to later ones"}, "B",
-        "without is_decoder=True the attention is bidirectional, so the answer is in the input; transformers "
-        "only logs a warning. minibert's BertForCausalLM is always causal.",
-        {"A": "transformers only logs a warning (section 2 shows it) and builds a model that attends both ways.",
-         "C": "section 2 changed token t + 1 and the predictions at 0..t changed too: the attention reads ahead.",
-         "D": "the model does not train normally: it learns to read the next token instead of predicting it, "
-              "which is useless for generation."}),
-    "q5": Question(
-        "On the same held-out blocks, with the same tokenizer, a causal LM's perplexity is half the unigram "
-        "model's. What does that say?",
-        {"A": "the model guesses the next token right twice as often as the unigram model does",
-         "B": "the model is the worse of the two, since a model that predicts better has a higher perplexity",
-         "C": "nothing: the unigram model ignores context, so its perplexity cannot be set beside the model's",
-         "D": "the model is as unsure as a uniform choice among half as many tokens: its context is worth that"}, "D",
-        "perplexity is exp(mean cross-entropy), the effective number of choices per token; lower is better, "
-        "and on the same text with the same tokenizer the two are comparable.",
-        {"A": "perplexity scores the probability given to the right token, not whether it is the top guess; "
-              "accuracy is a separate score, and halving one does not double the other.",
-         "B": "lower is better: a perfect model has perplexity 1, a model that knows nothing the vocabulary size.",
-         "C": "both are next-token distributions scored on the same tokens, so their perplexities compare; "
-              "the unigram is the baseline that shows what the context adds."}),
-    "q6": Question(
-        "Section 7 generates 100 tokens with the key/value cache and without it, and gets the same tokens. Why "
-        "can the cache change nothing?",
-        {"A": "with causal attention earlier tokens never see later ones, so their keys and values stay final",
-         "B": "the cache keeps the logits of each earlier step, and greedy decoding picks the same token again",
-         "C": "decoding is greedy here, and greedy output stays the same whatever is computed along the way",
-         "D": "the cache is used for the prompt only, so the new tokens are computed the same way both times"}, "A",
-        "appending a token cannot change what earlier positions computed, so keeping their keys and values "
-        "and feeding only the new token gives the same result with less work.",
-        {"B": "the cache holds keys and values of every layer, not logits; each step still computes new logits "
-              "for the new position.",
-         "C": "greedy decoding is deterministic, but a different computation could still give different logits; "
-              "the cache gives the same ones because the stored keys and values are exact.",
-         "D": "the cache grows with every generated token: each step stores the new token's keys and values "
-              "and reuses all earlier ones."}),
-    "q7": Question(
-        "What does model.get_loss(input_ids, input_ids=input_ids, shift_labels=False) score each position t of a "
-        "BertForCausalLM on?",
-        {"A": "token t + 1: shift_labels=False only turns off the check for labels that were shifted twice",
-         "B": "token t, the one it has just read: the labels are taken as shifted already, so nothing moves them",
-         "C": "token t + 2: the labels are shifted here and once more inside the forward pass",
-         "D": "token t + 1: with shift_labels=False the model shifts the inputs instead of the labels"}, "B",
-        "shift_labels=False declares the labels already shifted; labels equal to the inputs then put each "
-        "position's own token as its target. Pass minibert.shift_labels(labels) with it, or keep the default.",
-        {"A": "shift_labels decides whether the labels are moved one step before scoring; with False they are "
-              "scored exactly as given.",
-         "C": "the helper methods shift at most once, and with shift_labels=False not at all.",
-         "D": "the inputs are never shifted: the model reads them as given, and only the labels can move."}),
-}}
+    got = causal_lm_loss(logits.clone().requires_grad_(), ids.clone(), mask.clone())
+    right = causal_lm_loss_reference(logits, ids, mask)
+    return judge_answer(
+        got, right, LOSS_SLIPS, (logits, ids, mask), same=same_number, form=loss_form,
+        convert=lambda got: float(got.detach() if isinstance(got, torch.Tensor) else got),
+        fallback=lambda got: f"on a batch of sequences of lengths {mask.sum(1).tolist()} the mean loss is "
+                             f"{right:.4f}, you return {got:.4f}: score logits[:, :-1] against "
+                             "input_ids[:, 1:], with -100 where attention_mask[:, 1:] is 0, and average over "
+                             "the real targets")

@@ -1,8 +1,9 @@
-"""Exercises and quiz of notebook 04, masked language modeling: masking by hand, and its accuracy."""
+"""Exercises of notebook 04, masked language modeling: masking by hand, and its accuracy."""
 
 import torch
 
-from .framework import CLS, MASK, PAD, SEP, Question, Slip, exercise, judge_answer, same_number
+from ..model.labels import IGNORE_INDEX
+from .framework import CLS, MASK, PAD, SEP, Slip, exercise, judge_answer, same_number
 
 EX = "04"
 VOCAB_SIZE = 1000
@@ -37,7 +38,7 @@ def _judge_outputs(original, ids, special, out):
     if not torch.equal(ids, original):
         return "you changed input_ids in place: work on input_ids.clone() so the caller keeps the original", None
     ordinary = ~special
-    selected = labels != -100
+    selected = labels != IGNORE_INDEX
     if bool(selected.all()) or share(selected & ordinary, ordinary) > 0.5:
         return ("labels must be -100 wherever a token was NOT selected; otherwise the loss also scores the ~85% "
                 "of tokens the model can simply copy from its input"), None
@@ -89,24 +90,22 @@ def check_mask_tokens(mask_tokens):
         out = mask_tokens(ids, special.clone(), MASK, VOCAB_SIZE, torch.Generator().manual_seed(seed))
         return original, ids, special, out
 
-    def judge():
-        original, ids, special, out = call(0)
-        hint, outputs = _judge_outputs(original, ids, special, out)
-        if hint:
-            return hint
-        masked, labels = outputs
-        selected = labels != -100
-        rate = share(selected, ~special)
-        if not 0.13 <= rate <= 0.17:
-            return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
-        hint = _judge_replacements(original, masked, selected)
-        if hint:
-            return hint
-        again = call(0)[3]
-        if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
-            return SAME_SEED
-        return None
-    return judge
+    original, ids, special, out = call(0)
+    hint, outputs = _judge_outputs(original, ids, special, out)
+    if hint:
+        return hint
+    masked, labels = outputs
+    selected = labels != IGNORE_INDEX
+    rate = share(selected, ~special)
+    if not 0.13 <= rate <= 0.17:
+        return f"{rate:.1%} of the ordinary tokens are selected; BERT selects 15%"
+    hint = _judge_replacements(original, masked, selected)
+    if hint:
+        return hint
+    again = call(0)[3]
+    if not (torch.equal(again[0], masked) and torch.equal(again[1], labels)):
+        return SAME_SEED
+    return None
 
 
 def budget_batch():
@@ -177,27 +176,25 @@ def check_mask_with_budget(mask_with_budget):
         out = mask_with_budget(*args) if p is None else mask_with_budget(*args, p=p)
         return original, ids, special, out
 
-    def judge():
-        runs, outputs = [], []
-        for seed, p in [(0, None), (1, 0.3)]:
-            original, ids, special, out = call(seed, p)
-            hint, masked_labels = _judge_outputs(original, ids, special, out)
-            if hint:
-                return hint
-            masked, labels = masked_labels
-            outputs.append((original, masked, labels != -100))
-            runs.append(((labels != -100).sum(1), (~special).sum(1), 0.15 if p is None else p))
-        hint = counts_hint(runs)
+    runs, outputs = [], []
+    for seed, p in [(0, None), (1, 0.3)]:
+        original, ids, special, out = call(seed, p)
+        hint, masked_labels = _judge_outputs(original, ids, special, out)
         if hint:
             return hint
-        hint = _judge_replacements(*(torch.cat(parts) for parts in zip(*outputs)))
-        if hint:
-            return hint
-        again = call(0)[3]
-        if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != -100, outputs[0][2])):
-            return SAME_SEED
-        return None
-    return judge
+        masked, labels = masked_labels
+        outputs.append((original, masked, labels != IGNORE_INDEX))
+        runs.append(((labels != IGNORE_INDEX).sum(1), (~special).sum(1), 0.15 if p is None else p))
+    hint = counts_hint(runs)
+    if hint:
+        return hint
+    hint = _judge_replacements(*(torch.cat(parts) for parts in zip(*outputs)))
+    if hint:
+        return hint
+    again = call(0)[3]
+    if not (torch.equal(again[0], outputs[0][1]) and torch.equal(again[1] != IGNORE_INDEX, outputs[0][2])):
+        return SAME_SEED
+    return None
 
 
 def accuracy_case():
@@ -206,7 +203,7 @@ def accuracy_case():
     B, T, V = 2, 9, 12
     targets = torch.randint(V, (B, T), generator=g)
     logits = torch.randn(B, T, V, generator=g)
-    labels = torch.full((B, T), -100)
+    labels = torch.full((B, T), IGNORE_INDEX)
     chosen = [(0, 1), (0, 3), (0, 4), (0, 7), (1, 0), (1, 2), (1, 5), (1, 6), (1, 7), (1, 8)]
     for i, (b, t) in enumerate(chosen):
         labels[b, t] = targets[b, t]
@@ -221,7 +218,7 @@ def right_guesses(logits, labels):
 
 def accuracy(logits, labels):
     """The share of labelled positions predicted right."""
-    return right_guesses(logits, labels) / int((labels != -100).sum())
+    return right_guesses(logits, labels) / int((labels != IGNORE_INDEX).sum())
 
 
 ACCURACY_SLIPS = [
@@ -229,7 +226,7 @@ ACCURACY_SLIPS = [
          "the -100 positions were counted: average only where labels != -100, the positions the model was asked "
          "about"),
     Slip("count", right_guesses, "that is the number of right guesses; divide by the number of labelled positions"),
-    Slip("percentage", lambda logits, labels: 100 * right_guesses(logits, labels) / int((labels != -100).sum()),
+    Slip("percentage", lambda logits, labels: 100 * right_guesses(logits, labels) / int((labels != IGNORE_INDEX).sum()),
          "return a fraction between 0 and 1 (0.6), not a percentage"),
     Slip("wrong share", lambda logits, labels: 1 - accuracy(logits, labels), "that is the share of WRONG guesses"),
 ]
@@ -247,109 +244,8 @@ def number_form(got):
 @exercise(EX, 2, "masked-LM accuracy")
 def check_mlm_accuracy(mlm_accuracy):
     """mlm_accuracy(logits, labels) -> the share of labelled positions (labels != -100) predicted right."""
-    def judge():
-        logits, labels = accuracy_case()
-        got = mlm_accuracy(logits.clone(), labels.clone())
-        return judge_answer(got, accuracy(logits, labels), ACCURACY_SLIPS, (logits, labels), same=same_number,
-                            form=number_form, convert=float,
-                            fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")
-    return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "MLMCollator masks a batch of two sequences: [CLS], 20 ordinary tokens, [SEP]; and [CLS], 4 ordinary "
-        "tokens, [SEP], padded to the same length. What does the program print: the number of labels that are "
-        "not -100 in each sequence?",
-        {"A": "[3, 0]", "B": "[3, 1]", "C": "[3, 3]", "D": "[20, 4]"}, "B",
-        "each sequence gets round(0.15 n) targets among its n ordinary tokens, at least one: round(3.0) = 3, and "
-        "round(0.6) = 1; [CLS], [SEP] and [PAD] are never chosen, and every other label is -100.",
-        {"A": "round(0.15 * 4) is 1 already, and MLMCollator takes at least one target per sequence anyway.",
-         "C": "that counts 15% of all 22 positions, special tokens and padding included; MLMCollator chooses "
-              "only among the ordinary tokens.",
-         "D": "that labels every ordinary token; labels are -100 everywhere except at the selected 15%."},
-        code='''
-from transformers import AutoTokenizer
-
-import minibert
-from minibert.course import pretrained
-
-tokenizer = AutoTokenizer.from_pretrained(pretrained.path("bert-mlm-nsp"))
-cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
-words = list(range(1000, 1020))  # 20 ordinary token ids
-batch = minibert.MLMCollator(tokenizer, seed=0)([[cls] + words + [sep], [cls] + words[:4] + [sep]])
-print((batch["labels"] != -100).sum(dim=1).tolist())
-'''),
-    "q2": Question(
-        "Two copies of a small BERT are pretrained alike, except that one puts [MASK] at every selected position "
-        "and the other uses 80/10/10. Both then read a text with no [MASK] in it. At a visible token, what does "
-        "each one's top guess tend to be?",
-        {"A": "both return the token they see: a token in plain view is the easiest answer, whatever the training",
-         "B": "neither guesses anything useful: without a [MASK] in the input, a masked LM's outputs are noise",
-         "C": "the 80/10/10 one often returns the token it sees; the other guesses from context, as at a blank",
-         "D": "the all-[MASK] one returns the token it sees; the 80/10/10 one learned to distrust visible tokens"},
-        "C",
-        "only the 80/10/10 model was ever asked about a token it could see (the kept 10%), so only it learned to "
-        "use the token at the position it predicts; the all-[MASK] model's guess ignores that token, which is "
-        "the mismatch with fine-tuning inputs that the rule exists to avoid.",
-        {"A": "a model never asked about a visible token has no reason to pass it to its output; the all-[MASK] "
-              "model does about as well at a visible token as at a blank.",
-         "B": "the context is all there, and both models guess from it; only the token at the position itself "
-              "is used differently.",
-         "D": "it is the other way round: the all-[MASK] model was never rewarded for returning a visible token; "
-              "the kept 10% of 80/10/10 were the only targets that did."}),
-    "q3": Question(
-        "A common example builds labels = input_ids.clone() and never writes -100. What goes wrong?",
-        {"A": "most of the loss comes from tokens the model can read in its input: it rewards copying",
-         "B": "the loss is zero from the first step, because every answer can be read in the input",
-         "C": "nothing: a mean over more positions points the gradient in the same direction as before",
-         "D": "cross-entropy raises an error, since it needs -100 somewhere to find the masked positions"}, "A",
-        "the unselected positions are most of the sequence, and their tokens are in the input; lowering such a "
-        "loss mostly rewards copying.",
-        {"B": "a fresh model does not copy yet, so the loss is not zero; it falls fastest by learning to copy, "
-              "which is the problem.",
-         "C": "the extra positions make up most of the loss, so lowering it is mostly a matter of copying the "
-              "input.",
-         "D": "cross-entropy runs on any labels; -100 only tells it which positions to skip."}),
-    "q4": Question(
-        "MLMCollator draws new masks every time a block is put in a batch. Over many epochs, how often are rare "
-        "tokens selected compared with frequent ones?",
-        {"A": "more often: each new mask prefers the tokens earlier masks missed, and rare tokens are missed most",
-         "B": "less often: the collator selects frequent tokens first, since they carry most of the signal",
-         "C": "never again after one epoch: a token that was a target once stays visible from then on",
-         "D": "about as often: the selection never looks at which token sits at a position"},
-        "D",
-        "dynamic masking changes which tokens are chosen, not how likely each one is: every draw is uniform "
-        "over the ordinary tokens of the sequence.",
-        {"A": "each draw is independent of the earlier ones; a collator keeps no memory of past masks.",
-         "B": "selection never looks at which token is at a position; frequency plays no part.",
-         "C": "every epoch draws afresh among all ordinary tokens, targets of earlier epochs included."}),
-    "q5": Question(
-        "Exercise 04.1 selects each ordinary token with a 15% coin; MLMCollator selects exactly "
-        "max(1, round(0.15 n)) of a sequence's n ordinary tokens. How do the two differ?",
-        {"A": "only in the spread: every token has a 15% chance either way; the count just never varies",
-         "B": "on short sequences: the count gives 4 tokens one target (25%); a coin gives each 15%",
-         "C": "the coin favours long sequences: each token of a long one is likelier to be selected",
-         "D": "the count favours some positions: the chosen ones depend on each other, biasing the loss"}, "B",
-        "max(1, round(0.15 n)) / n is above 15% for short sequences (a third for n = 3, all of it for n = 1) and "
-        "wobbles with rounding; a coin gives every token 15% whatever n, but the number of targets varies.",
-        {"A": "that holds for long sequences only: rounding and the floor of one target over-mask short ones.",
-         "C": "a coin gives each token the same 15% chance, whatever the length of its sequence.",
-         "D": "within a sequence every position is equally likely to be among the chosen; only the count "
-              "depends on n."}),
-    "q6": Question(
-        "In a masked LM about 15% of a block's tokens are targets; in a causal LM nearly all of them are. "
-        "What follows?",
-        {"A": "the masked LM trains several times faster per step, since its encoder runs at the masks only",
-         "B": "nothing: the unmasked 85% give a training signal too, as the loss is computed at every position",
-         "C": "for as many targets, a masked LM reads several times as many tokens, each forward and back",
-         "D": "the causal LM is the better model, because a loss over more targets per block always ends lower"},
-        "C",
-        "the encoder runs forward and backward over every token, target or not, so a masked LM pays for its "
-        "context without getting a target from it.",
-        {"A": "the encoder reads every token; masked_only saves only the last layer and the output layer at "
-              "the unselected positions.",
-         "B": "the unselected positions have label -100 and add nothing to the loss.",
-         "D": "the two losses answer different questions and are not on the same scale; fewer targets per "
-              "block is a cost, not a ranking of the objectives."}),
-}}
+    logits, labels = accuracy_case()
+    got = mlm_accuracy(logits.clone(), labels.clone())
+    return judge_answer(got, accuracy(logits, labels), ACCURACY_SLIPS, (logits, labels), same=same_number,
+                        form=number_form, convert=float,
+                        fallback="take logits.argmax(-1), compare with labels where labels != -100, and average")

@@ -1,11 +1,12 @@
-"""Exercises and quiz of notebook 06, pretraining BERT: masked LM and next sentence prediction together."""
+"""Exercises of notebook 06, pretraining BERT: masked LM and next sentence prediction together."""
 
 import inspect
 
 import torch
 import torch.nn.functional as F
 
-from .framework import CLS, MASK, SEP, Question, Slip, exercise, expect, judge_answer, same_number
+from ..model.labels import IGNORE_INDEX
+from .framework import CLS, MASK, SEP, Slip, exercise, expect, judge_answer, same_number
 
 EX = "06"
 
@@ -14,15 +15,17 @@ def _pretraining_batch():
     """Logits and labels of a small batch: 2 sequences of 6 tokens, a vocabulary of 11."""
     g = torch.Generator().manual_seed(0)
     mlm_logits = torch.randn(2, 6, 11, generator=g) * 2
-    labels = torch.full((2, 6), -100)
+    labels = torch.full((2, 6), IGNORE_INDEX)
     labels[0, 2], labels[0, 4], labels[1, 1] = 7, 9, 5
     nsp_logits = torch.tensor([[2.0, -1.0], [0.5, 1.5]])
     nsp_labels = torch.tensor([0, 1])
     return mlm_logits, nsp_logits, labels, nsp_labels
 
 
-def _mlm_loss(mlm_logits, labels, **kwargs):
-    return F.cross_entropy(mlm_logits.view(-1, mlm_logits.shape[-1]), labels.view(-1), **kwargs).item()
+def _mlm_loss(mlm_logits, labels, reduction="mean"):
+    """The masked-LM loss over the labelled positions (labels of -100 are skipped)."""
+    return F.cross_entropy(mlm_logits.view(-1, mlm_logits.shape[-1]), labels.view(-1), ignore_index=IGNORE_INDEX,
+                           reduction=reduction).item()
 
 
 def _nsp_loss(nsp_logits, nsp_labels):
@@ -31,20 +34,20 @@ def _nsp_loss(nsp_logits, nsp_labels):
 
 def pretraining_loss_reference(mlm_logits, nsp_logits, labels, nsp_labels):
     """The masked-LM loss (over the labelled positions) plus the next-sentence loss."""
-    return _mlm_loss(mlm_logits, labels, ignore_index=-100) + _nsp_loss(nsp_logits, nsp_labels)
+    return _mlm_loss(mlm_logits, labels) + _nsp_loss(nsp_logits, nsp_labels)
 
 
 NOT_IGNORED = ("-100 is not ignored: positions without a label became targets (token 0). Keep ignore_index=-100 so "
                "only the chosen positions count")
 PRETRAINING_LOSS_SLIPS = [  # on the case (prediction_logits p, seq_relationship_logits s, labels, nsp_labels)
-    Slip("masked LM only", lambda p, s, labels, nsp_labels: _mlm_loss(p, labels, ignore_index=-100),
+    Slip("masked LM only", lambda p, s, labels, nsp_labels: _mlm_loss(p, labels),
          "that is the masked-LM loss alone: add the next-sentence loss"),
     Slip("NSP only", lambda p, s, labels, nsp_labels: _nsp_loss(s, nsp_labels),
          "that is the next-sentence loss alone: add the masked-LM loss"),
     Slip("averaged", lambda *case: pretraining_loss_reference(*case) / 2,
          "BERT adds the two losses; you averaged them (half of each)"),
     Slip("NSP labels swapped",
-         lambda p, s, labels, nsp_labels: _mlm_loss(p, labels, ignore_index=-100) + _nsp_loss(s, 1 - nsp_labels),
+         lambda p, s, labels, nsp_labels: _mlm_loss(p, labels) + _nsp_loss(s, 1 - nsp_labels),
          "the NSP labels are swapped: label 0 = IsNext is column 0 of seq_relationship_logits; pass "
          "next_sentence_label to cross_entropy as it is"),
     Slip("-100 not ignored",
@@ -59,18 +62,16 @@ PRETRAINING_LOSS_SLIPS = [  # on the case (prediction_logits p, seq_relationship
 @exercise(EX, 1, "the pretraining loss")
 def check_pretraining_loss(pretraining_loss):
     """pretraining_loss(prediction_logits, seq_relationship_logits, labels, next_sentence_label) -> total loss."""
-    def judge():
-        case = _pretraining_batch()
-        got = pretraining_loss(*(x.clone() for x in case))
-        mlm, nsp = _mlm_loss(case[0], case[2], ignore_index=-100), _nsp_loss(case[1], case[3])
-        return judge_answer(
-            got, pretraining_loss_reference(*case), PRETRAINING_LOSS_SLIPS, case,
-            same=lambda a, b: abs(a - b) < 1e-4, convert=float,
-            form=expect(lambda got: isinstance(got, torch.Tensor) and got.numel() == 1,
-                        "return the loss as a tensor with one value (a scalar), so that .backward() works"),
-            fallback=lambda got: f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss "
-                                 f"{nsp:.4f}), got {got:.4f}")
-    return judge
+    case = _pretraining_batch()
+    got = pretraining_loss(*(x.clone() for x in case))
+    mlm, nsp = _mlm_loss(case[0], case[2]), _nsp_loss(case[1], case[3])
+    return judge_answer(
+        got, pretraining_loss_reference(*case), PRETRAINING_LOSS_SLIPS, case,
+        same=lambda a, b: abs(a - b) < 1e-4, convert=float,
+        form=expect(lambda got: isinstance(got, torch.Tensor) and got.numel() == 1,
+                    "return the loss as a tensor with one value (a scalar), so that .backward() works"),
+        fallback=lambda got: f"expected {mlm + nsp:.4f} (masked-LM loss {mlm:.4f} + next-sentence loss "
+                             f"{nsp:.4f}), got {got:.4f}")
 
 
 def _pretraining_batches():
@@ -86,9 +87,9 @@ def _pretraining_batches():
         types = torch.zeros_like(ids)
         types[:, 7:] = 1
         types[mask == 0] = 0
-        labels = torch.full_like(ids, -100)
+        labels = torch.full_like(ids, IGNORE_INDEX)
         labels[:, 2], labels[:, 8] = ids[:, 2], ids[:, 8]
-        labels[1, 8] = -100
+        labels[1, 8] = IGNORE_INDEX
         ids[:, 2] = MASK
         batches.append({"input_ids": ids, "attention_mask": mask, "token_type_ids": types,
                         "next_sentence_label": torch.randint(0, 2, (4,), generator=g), "labels": labels})
@@ -224,132 +225,22 @@ def _same_direction(a, b):
 @exercise(EX, 2, "one training step")
 def check_train_step(train_step):
     """train_step(model, batch, optimizer) -> the batch's loss as a float, after one update of the model."""
-    def judge():
-        model = _small_pretraining_model()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        watch = _Watch(model, optimizer)
-        first, second = _pretraining_batches()
-        hint, grad_1 = _run_step(train_step, model, optimizer, watch, first)
-        if hint:
-            return hint
-        used_1 = watch.grads[-1]
-        if F.cosine_similarity(used_1, grad_1, dim=0) < 0.999:
-            return "the step did not use the gradient of this batch's loss: loss.backward(), then optimizer.step()"
-        steps = len(watch.grads)
-        hint, grad_2 = _run_step(train_step, model, optimizer, watch, second)
-        if hint:
-            return hint
-        if len(watch.grads) != steps + 1:
-            return f"call optimizer.step() once per call; it ran {len(watch.grads) - steps} times"
-        return judge_answer(watch.grads[-1], grad_2, STEP_GRADIENT_SLIPS, (used_1, grad_2), same=_same_direction,
-                            fallback="the second step did not use the gradient of its own batch: loss.backward(), "
-                                     "optimizer.step()")
-    return judge
-
-
-PREDICT_LOSSES = """\
-import torch
-import minibert
-
-torch.manual_seed(0)
-model = minibert.BertForPreTraining(minibert.BertConfig.tiny(vocab_size=1000))  # fresh: no init_prior
-ids = torch.randint(5, 1000, (8, 16))
-labels = torch.full_like(ids, -100)
-labels[:, 1::2] = ids[:, 1::2]  # every other token is chosen...
-ids[:, 1::2] = 4  # ...and replaced by [MASK]
-out = model(ids, labels=labels, next_sentence_label=torch.tensor([0, 1] * 4))
-print(round(out.mlm_loss.item(), 1), round(out.nsp_loss.item(), 1))
-"""
-
-QUIZ = {EX: {
-    "q1": Question(
-        "A fresh BertForPreTraining with a vocabulary of 1000 tokens reads eight pairs, half of whose tokens are "
-        "masked. What does the last line print (the masked-LM loss, then the NSP loss)?",
-        {"A": "0.7 6.9", "B": "9.0 0.7", "C": "441.0 0.7", "D": "6.9 0.7"}, "D",
-        "a model that knows nothing spreads its probability evenly: ln 1000 = 6.9 per masked token, averaged over "
-        "the 64 of them, and ln 2 = 0.69 for the pair. Without init_prior nothing favours the frequent tokens.",
-        {"A": "the larger loss is the masked LM's: it chooses among 1000 tokens (ln 1000 = 6.9), NSP between two "
-              "classes (ln 2 = 0.7).",
-         "B": "ln 8000 = 9.0 belongs to the notebook's 8000-token vocabulary; this model has 1000 tokens, and "
-              "ln 1000 = 6.9.",
-         "C": "the masked-LM loss is averaged over the 64 chosen positions (cross_entropy's reduction='mean'), not "
-              "summed over them: 64 x 6.9 would be the sum."},
-        code=PREDICT_LOSSES),
-    "q2": Question(
-        "A training loop calls loss.backward() and optimizer.step() for every batch but never "
-        "optimizer.zero_grad(). What happens?",
-        {"A": "each backward adds to .grad, so the step after batch k follows the sum of the gradients of batches "
-              "1 to k: old batches keep steering every update",
-         "B": "nothing goes wrong: optimizer.step() uses the gradients up and sets them back to zero, so "
-              "zero_grad() only frees their memory a little earlier",
-         "C": "the new batch's gradients overwrite the old ones, so the updates are right, but the loss the loop "
-              "reports becomes the average over all the steps so far",
-         "D": "PyTorch raises an error at the second backward, because the graph of the first batch was freed and "
-              "its gradients cannot be combined with the new ones"}, "A",
-        "backward() accumulates into .grad (which is how gradient accumulation over several batches works, on "
-        "purpose). A train step clears it after the update, or before the backward.",
-        {"B": "optimizer.step() reads .grad and leaves it as it is; only zero_grad() (of the optimizer or the "
-              "model) clears it.",
-         "C": "backward() adds to .grad, it never overwrites it; and the loss a step reports is that batch's, "
-              "whatever .grad holds.",
-         "D": "each batch builds its own graph, and its backward adds to .grad without complaint: the bug is "
-              "silent, which is why the 06.2 check looks for it."}),
-    "q3": Question(
-        "Scored on the same held-out pairs, model A is right on many more NSP pairs than model B, yet its average "
-        "NSP loss is about the same as B's. How can that be?",
-        {"A": "A's wrong answers are confident: a pair's loss is minus the log of the probability given to the true "
-              "label, so a wrong answer given with probability 0.99 costs about 4.6, and a few of those outweigh "
-              "many small gains",
-         "B": "one of the two numbers must be wrong: a lower loss always means a higher accuracy on the same pairs, "
-              "so two models that are far apart in accuracy must be far apart in loss too",
-         "C": "the NSP loss also holds the masked-LM part, so a model that is better at NSP can still have the "
-              "larger loss if it is worse at predicting the masked tokens",
-         "D": "A's weights are larger, and the weight decay of AdamW adds their size to the reported loss, which "
-              "hides A's better predictions"}, "A",
-        "accuracy only asks whether the true label gets the most probability; the loss asks how much it gets, and "
-        "punishes a confident mistake far more than a hesitant one. Loss and accuracy measure different things.",
-        {"B": "accuracy is a threshold (is the truth the top answer?), the loss a mean of -log p: a model can gain "
-              "many right answers and pay for them with a few very confident wrong ones.",
-         "C": "nsp_loss is the next-sentence cross-entropy alone; the masked-LM part is mlm_loss, and only their "
-              "sum, loss, holds both.",
-         "D": "AdamW's weight decay shrinks the weights directly in the update step; it is not added to the loss "
-              "the model reports."}),
-    "q4": Question(
-        "transformers' BertForPreTraining loads the saved folder with no missing, unexpected or mismatched keys, "
-        "and its MLM and NSP logits match ours within 1e-4. What does that establish?",
-        {"A": "that the model is well trained: a checkpoint that transformers loads without a warning has passed "
-              "the library's own checks on the values of its weights",
-         "B": "that transformers fetched bert-base-uncased and mapped its weights onto our small configuration, "
-              "which is why no key is reported missing",
-         "C": "that our tokenizer is Google's WordPiece vocabulary, since equal logits are only possible when "
-              "both sides read the very same token ids",
-         "D": "that both libraries use the same parameter names and shapes and compute the same function; how "
-              "well the weights were trained is another question"}, "D",
-        "equal logits on the same input prove the computation matches; they say nothing about how well it was "
-        "trained (the live model loads just as cleanly and answers \"the\" to almost every blank).",
-        {"A": "loading checks names and shapes, not quality: a model trained briefly loads just as "
-              "cleanly as one trained for hours.",
-         "B": "everything runs offline (HF_HUB_OFFLINE=1): the weights come from our folder, and a bert-base "
-              "checkpoint would not even fit this configuration.",
-         "C": "the tokenizer is the one trained in this course; the notebook compares it separately (same token "
-              "ids: True), and equal logits concern the model."}),
-    "q5": Question(
-        "You train with mlm_loss + 5 * nsp_loss and AdamW instead of the plain sum. What is the most likely "
-        "effect?",
-        {"A": "the shared encoder's updates tilt towards what helps NSP, so NSP tends to improve faster and masked "
-              "LM may slow down; each head barely notices",
-         "B": "nothing at all: Adam divides every step by the size of its gradient, so a factor of 5 on one loss "
-              "cancels out everywhere, in the shared encoder too",
-         "C": "the NSP head takes steps 5 times larger than before, while the encoder and the MLM head train "
-              "exactly as they did with the plain sum",
-         "D": "the total loss is 5 times larger, so training diverges unless the learning rate is divided by 5 to "
-              "bring the size of every step back"}, "A",
-        "the weight scales NSP's share of the gradient that reaches the shared layers; Adam normalises per "
-        "parameter, not per loss. Which weighting is best is an experiment, not a formula.",
-        {"B": "Adam's normalisation cancels a factor only for parameters that one loss alone reaches (each head); "
-              "the shared encoder gets a different mix of the two gradients.",
-         "C": "the NSP head is reached by the NSP loss alone, so Adam cancels the factor there: its steps stay the "
-              "same size.",
-         "D": "Adam's steps do not grow with the loss (about lr per parameter), and gradient clipping bounds the "
-              "rest; nothing forces a divergence."}),
-}}
+    model = _small_pretraining_model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    watch = _Watch(model, optimizer)
+    first, second = _pretraining_batches()
+    hint, grad_1 = _run_step(train_step, model, optimizer, watch, first)
+    if hint:
+        return hint
+    used_1 = watch.grads[-1]
+    if F.cosine_similarity(used_1, grad_1, dim=0) < 0.999:
+        return "the step did not use the gradient of this batch's loss: loss.backward(), then optimizer.step()"
+    steps = len(watch.grads)
+    hint, grad_2 = _run_step(train_step, model, optimizer, watch, second)
+    if hint:
+        return hint
+    if len(watch.grads) != steps + 1:
+        return f"call optimizer.step() once per call; it ran {len(watch.grads) - steps} times"
+    return judge_answer(watch.grads[-1], grad_2, STEP_GRADIENT_SLIPS, (used_1, grad_2), same=_same_direction,
+                        fallback="the second step did not use the gradient of its own batch: loss.backward(), "
+                                 "optimizer.step()")

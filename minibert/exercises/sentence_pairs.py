@@ -1,8 +1,8 @@
-"""Exercises and quiz of notebook 05, next sentence prediction: pairs, the label convention, sentence order."""
+"""Exercises of notebook 05, next sentence prediction: pairs, the label convention, sentence order."""
 
 import random
 
-from .framework import CLS, SEP, Question, Slip, exercise, expect, judge_answer
+from .framework import CLS, SEP, Slip, exercise, expect, judge_answer
 
 EX = "05"
 
@@ -50,45 +50,38 @@ def _structure_hint(got, first, second):
     return None
 
 
-@exercise(EX, 1, "a next-sentence pair")
-def check_make_nsp_pair(make_nsp_pair):
+@exercise(EX, 1, "a next-sentence pair", cases=[(True,), (False,)])
+def check_make_nsp_pair(make_nsp_pair, is_next):
     """make_nsp_pair(a, b, is_next) -> {input_ids, token_type_ids, next_sentence_label}."""
-    def judge():
-        a, b = [40, 41, 42], [50, 51]
-        for is_next in (True, False):
-            got = make_nsp_pair(list(a), list(b), is_next)
-            hint = _structure_hint(got, a, b)
-            if hint:
-                return hint
-            if got["next_sentence_label"] != (0 if is_next else 1):
-                return ("0 and 1 are swapped: in BERT and transformers label 0 means IsNext (B follows A) and 1 "
-                        "means NotNext (B is random). Think of the label as answering 'is B random?'")
-        return None
-    return judge
+    a, b = [40, 41, 42], [50, 51]
+    got = make_nsp_pair(list(a), list(b), is_next)
+    hint = _structure_hint(got, a, b)
+    if hint is None and got["next_sentence_label"] != (0 if is_next else 1):
+        return ("0 and 1 are swapped: in BERT and transformers label 0 means IsNext (B follows A) and 1 "
+                "means NotNext (B is random). Think of the label as answering 'is B random?'")
+    return hint
 
 
 @exercise(EX, 2, "a sentence-order pair")
 def check_make_sop_pair(make_sop_pair):
     """make_sop_pair(first, second, swap) -> a pair in order (label 0) or swapped (label 1)."""
-    def judge():
-        first, second = [60, 61], [70, 71, 72]
-        got = make_sop_pair(list(first), list(second), False)
-        hint = _structure_hint(got, first, second)
-        if hint:
-            return hint
-        if got["next_sentence_label"] != 0:
-            return "a pair in its original order has label 0; label 1 means swapped"
-        got = make_sop_pair(list(first), list(second), True)
-        if isinstance(got, dict) and list(got.get("input_ids", [])) == _pair(first, second, 1)["input_ids"]:
-            return ("you changed the label but not the order: a swapped pair is [CLS] second [SEP] first [SEP]; "
-                    "otherwise the label says nothing about the text")
-        hint = _structure_hint(got, second, first)
-        if hint:
-            return hint
-        if got["next_sentence_label"] != 1:
-            return "a swapped pair has label 1 (0 = in order, 1 = swapped)"
-        return None
-    return judge
+    first, second = [60, 61], [70, 71, 72]
+    got = make_sop_pair(list(first), list(second), False)
+    hint = _structure_hint(got, first, second)
+    if hint:
+        return hint
+    if got["next_sentence_label"] != 0:
+        return "a pair in its original order has label 0; label 1 means swapped"
+    got = make_sop_pair(list(first), list(second), True)
+    if isinstance(got, dict) and list(got.get("input_ids", [])) == _pair(first, second, 1)["input_ids"]:
+        return ("you changed the label but not the order: a swapped pair is [CLS] second [SEP] first [SEP]; "
+                "otherwise the label says nothing about the text")
+    hint = _structure_hint(got, second, first)
+    if hint:
+        return hint
+    if got["next_sentence_label"] != 1:
+        return "a swapped pair has label 1 (0 = in order, 1 = swapped)"
+    return None
 
 
 def _documents(sizes, tag="doc"):
@@ -179,136 +172,27 @@ def check_make_nsp_dataset(make_nsp_dataset):
     """make_nsp_dataset(documents, rng) -> [(sentence_a, sentence_b, label)]: one pair per consecutive pair of
     sentences inside a document; with probability 0.5 B is the true next sentence (label 0), otherwise a sentence
     of a different document (label 1)."""
-    def judge():
-        # small corpora, many seeds: a B drawn from the wrong place shows up in some of them; then documents
-        # of a single sentence: no pair of their own, but their sentence may be a random B
-        hint = (_hint_over_seeds(make_nsp_dataset, _documents([4, 3, 3]), range(30))
-                or _hint_over_seeds(make_nsp_dataset, _documents([3, 2], "text"), [0])
-                or _hint_over_seeds(make_nsp_dataset, _documents([3, 1, 4, 1, 2], "story"), range(10),
-                                    single_sentences=True))
-        if hint:
-            return hint
-        # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
-        sizes = [random.Random(7 + d).randrange(2, 13) for d in range(300)]
-        large = _documents(sizes, "article")
-        got = make_nsp_dataset([list(doc) for doc in large], random.Random(1))
-        hint = _dataset_hint(large, got) or _label_hint(large, got)
-        if hint:
-            return hint
-        if make_nsp_dataset([list(doc) for doc in large], random.Random(1)) != got:
-            return ("two calls with the same seed gave different datasets: draw every random choice from the rng "
-                    "you are given (rng.random(), rng.randrange, rng.choice), not from the random module or torch")
-        share = sum(label for _, _, label in got) / len(got)
-        if abs(share - 0.5) > 0.06:
-            return (f"{share:.0%} of the {len(got)} pairs are NotNext; with probability 0.5 per pair it should be "
-                    "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
-                    "sentence when it is >= 0.5")
-        return None
-    return judge
-
-
-PREDICT_LABELS = """\
-import minibert
-
-docs = [["the cat sat on the warm mat .", "then the cat fell asleep in the sun ."],
-        ["rain fell on the town all night .", "by morning the river had risen ."]]
-tok = minibert.train_tokenizer(docs, vocab_size=200, min_frequency=1)
-pairs = minibert.make_nsp_examples(docs, tok, max_length=8, short_seq_prob=0.0, seed=0)
-print([p["next_sentence_label"] for p in pairs])
-"""
-
-QUIZ = {EX: {
-    "q1": Question(
-        "Each sentence below is more than 5 tokens long. What does the last line print?",
-        {"A": "[0, 0, 0, 0]", "B": "[1, 0, 1, 0]", "C": "[1, 1, 1, 1]", "D": "[0, 1]"}, "C",
-        "max_length=8 leaves 8 - 3 = 5 tokens for A and B, and every sentence reaches that alone: each chunk is a "
-        "single sentence, which cannot be split into A and a true continuation, so its B is random and its label "
-        "1 (NotNext), four times: the NotNext surplus of section 2, pushed to the extreme.",
-        {"A": "label 0 means B is the true next sentence; a chunk of one sentence has no continuation to keep, so "
-              "its B is always random.",
-         "B": "no coin is tossed here: the 50/50 draw happens only for chunks of two sentences or more, and each "
-              "chunk holds one sentence.",
-         "D": "a chunk closes as soon as it reaches the 5-token target, so the two sentences of a document never "
-              "form one chunk: each sentence makes a pair of its own."},
-        code=PREDICT_LABELS),
-    "q2": Question(
-        "A classmate fits the NSP head of section 6 again, on the same frozen pooled vectors, and its held-out "
-        "accuracy, read with BERT's convention, comes out far below 50% on this two-class task: about one minus "
-        "what the head of section 6 scores. What is the most likely cause?",
-        {"A": "the head learned nothing from the frozen encoder and guesses, so its accuracy lands wherever chance "
-              "happens to put it on this particular set of held-out pairs",
-         "B": "the held-out documents are about other topics than the training ones, so what the head learned "
-              "about topic does not carry over to their pairs",
-         "C": "with the encoder frozen the head has too few parameters to fit the pairs, so it settles on always "
-              "answering the minority class",
-         "D": "it was trained with 0 and 1 swapped: it knows what the other head knows and puts it in the other "
-              "column, the one that BERT's convention reads as NotNext"}, "D",
-        "the two accuracies add up to one: the same knowledge with the columns exchanged. Far below chance on a "
-        "two-way task is the fingerprint of swapped labels (section 6).",
-        {"A": "a head that guesses scores about half, or the majority class if it always gives one answer; being "
-              "wrong far more often than a coin takes knowledge, read backwards.",
-         "B": "a head whose knowledge does not transfer falls to about chance, not far below it; and the head "
-              "trained the right way does well on these same held-out pairs.",
-         "C": "always answering IsNext, the minority class, scores the share of IsNext pairs, which is not far "
-              "below half; and a linear head on these vectors fits the pairs well, as section 6 shows."}),
-    "q3": Question(
-        "The overlap rule (IsNext when A and B share enough content tokens) beats the majority class by far on "
-        "random-negative pairs, but not on SOP pairs, although its threshold is fitted on SOP's own training "
-        "pairs there. Why does it fail on SOP?",
-        {"A": "swapping A and B does not change their overlap, and both SOP classes are made of the same "
-              "consecutive segments, so the rule sees nothing that tells the classes apart",
-         "B": "SOP yields fewer training pairs than NSP, too few to fit the threshold well; with as many pairs as "
-              "NSP the rule would do about as well on SOP as on random negatives",
-         "C": "consecutive segments share fewer content tokens than random ones, so the rule calls most SOP pairs "
-              "NotNext and misses nearly every pair that is in order",
-         "D": "truncate_seq_pair cuts the segments of SOP pairs at random ends, which removes the words they "
-              "share, so every SOP pair ends up with an overlap near zero"}, "A",
-        "the overlap is symmetric in A and B, and an in-order pair and a swapped one are the same two segments: no "
-        "score that treats A and B alike can see their order.",
-        {"B": "more pairs would fit the threshold more precisely, but no threshold separates two classes whose "
-              "overlaps are distributed the same way.",
-         "C": "it is the other way round: text that follows on shares more words than a random pair (section 3), "
-              "and in SOP both classes are consecutive text.",
-         "D": "truncation only touches pairs that are too long, removes a few tokens at their ends and treats both "
-              "classes alike; the segments still share their topic words, in order or swapped."}),
-    "q4": Question(
-        "On held-out hard-negative pairs, the model trained on random negatives scores below the majority class, "
-        "with an interval that stays below it; the model trained on hard negatives scores the majority class or "
-        "within a point or two of it. Which reading fits?",
-        {"A": "the hard-negative model has learned coherence: it beats the random-negative model, by more than the "
-              "intervals, on the pairs where topic is no help",
-         "B": "the random-negative model learned topic and takes same-document pairs for true continuations; the "
-              "hard-negative model has learned nothing yet",
-         "C": "a score below the majority class cannot come from learning: a model that learned something scores "
-              "at least the baseline, so the random-negative model's result is noise",
-         "D": "some hard negatives do follow A in the text and are labelled NotNext all the same, which pulls both "
-              "models towards chance on these pairs"}, "B",
-        "a B from A's own document shares A's topic, and a model that learned topic calls it IsNext: it does "
-        "worse than answering blindly. The hard-negative model answers NotNext to nearly every pair, so it scores "
-        "about the majority class.",
-        {"A": "scoring about the majority class means answering NotNext to nearly every pair. Beating a model that is "
-              "below the majority class is no sign of coherence.",
-         "C": "the interval says the gap is not noise; and a model that learned the wrong cue can do worse than "
-              "one that reads nothing, which is what topic does on these pairs.",
-         "D": "a hard negative is never the sentence after A, nor A's neighbour: make_nsp_examples leaves those out "
-              "when it draws B from the same document."}),
-    "q5": Question(
-        "What did RoBERTa (Liu et al., 2019) and ALBERT (Lan et al., 2019) conclude about next sentence "
-        "prediction?",
-        {"A": "RoBERTa kept NSP but drew its negatives from the same document, and ALBERT showed that models "
-              "trained with NSP also solve sentence order prediction well",
-         "B": "RoBERTa found NSP essential for tasks on two sentences, and ALBERT replaced masked LM by sentence "
-              "order prediction to make pretraining faster",
-         "C": "RoBERTa dropped NSP and matched or slightly improved downstream results; ALBERT replaced it by "
-              "sentence order prediction, which topic cannot solve",
-         "D": "both dropped the sentence task and trained masked LM on single sentences, the input that RoBERTa "
-              "found to work best downstream"}, "C",
-        "RoBERTa trained on full-length inputs of contiguous sentences without NSP; ALBERT argued that NSP mixes "
-        "easy topic prediction with coherence and kept only the coherence part, in SOP.",
-        {"A": "RoBERTa dropped NSP altogether; and ALBERT reported the opposite: NSP-trained models do about as "
-              "well as chance on SOP.",
-         "B": "RoBERTa matched or improved results without NSP, and ALBERT kept masked LM: SOP replaced NSP, not "
-              "masked LM.",
-         "D": "RoBERTa found that pairs of single sentences hurt; it trained on full-length inputs of contiguous "
-              "sentences, and ALBERT kept a sentence task (SOP)."}),
-}}
+    # small corpora, many seeds: a B drawn from the wrong place shows up in some of them; then documents
+    # of a single sentence: no pair of their own, but their sentence may be a random B
+    hint = (_hint_over_seeds(make_nsp_dataset, _documents([4, 3, 3]), range(30))
+            or _hint_over_seeds(make_nsp_dataset, _documents([3, 2], "text"), [0])
+            or _hint_over_seeds(make_nsp_dataset, _documents([3, 1, 4, 1, 2], "story"), range(10),
+                                single_sentences=True))
+    if hint:
+        return hint
+    # a larger corpus: about half the pairs NotNext, the same rng seed gives the same dataset
+    sizes = [random.Random(7 + d).randrange(2, 13) for d in range(300)]
+    large = _documents(sizes, "article")
+    got = make_nsp_dataset([list(doc) for doc in large], random.Random(1))
+    hint = _dataset_hint(large, got) or _label_hint(large, got)
+    if hint:
+        return hint
+    if make_nsp_dataset([list(doc) for doc in large], random.Random(1)) != got:
+        return ("two calls with the same seed gave different datasets: draw every random choice from the rng "
+                "you are given (rng.random(), rng.randrange, rng.choice), not from the random module or torch")
+    share = sum(label for _, _, label in got) / len(got)
+    if abs(share - 0.5) > 0.06:
+        return (f"{share:.0%} of the {len(got)} pairs are NotNext; with probability 0.5 per pair it should be "
+                "about half (between 44% and 56% here). Draw one rng.random() per pair and keep the true next "
+                "sentence when it is >= 0.5")
+    return None

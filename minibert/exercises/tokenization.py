@@ -1,10 +1,10 @@
-"""Exercises and quiz of notebook 01, tokenization: WordPiece pieces, sentence pairs, padding."""
+"""Exercises of notebook 01, tokenization: WordPiece pieces, sentence pairs, padding."""
 
 from functools import lru_cache
 
 import torch
 
-from .framework import Question, Slip, exercise, judge_answer
+from .framework import Slip, exercise, judge_answer
 
 EX = "01"
 
@@ -68,13 +68,11 @@ def pieces_hint(got, expected):
 @exercise(EX, 1, "WordPiece, longest match first")
 def check_wordpiece_split(wordpiece_split):
     """wordpiece_split(word, vocab) -> the word's WordPiece pieces, or ["[UNK]"]."""
-    def judge():
-        got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
-        got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
-        expected = split_words(WORDS, VOCAB)
-        return judge_answer(got, expected, WORDPIECE_SLIPS, (WORDS, VOCAB),
-                            fallback=lambda got: pieces_hint(got, expected))
-    return judge
+    got = [wordpiece_split(w, set(VOCAB)) for w in WORDS]
+    got = [list(g) if isinstance(g, (list, tuple)) else g for g in got]
+    expected = split_words(WORDS, VOCAB)
+    return judge_answer(got, expected, WORDPIECE_SLIPS, (WORDS, VOCAB),
+                        fallback=lambda got: pieces_hint(got, expected))
 
 
 # ---- 01.2 a sentence pair by hand ----
@@ -155,26 +153,20 @@ def one_segment_id_per_token(got, ids):
     return None
 
 
-@exercise(EX, 2, "a sentence pair by hand")
-def check_encode_pair(encode_pair):
+@exercise(EX, 2, "a sentence pair by hand", cases=PAIRS)
+def check_encode_pair(encode_pair, a, b):
     """encode_pair(tokenizer, text_a, text_b) -> (input_ids, token_type_ids) of [CLS] A [SEP] B [SEP]."""
-    def judge():
-        tok = small_tokenizer()
-        for a, b in PAIRS:
-            got = encode_pair(tok, a, b)
-            if not isinstance(got, (tuple, list)) or len(got) != 2:
-                return "return two lists: (input_ids, token_type_ids)"
-            got_ids, got_types = as_ids(got[0]), as_ids(got[1])
-            ids, types = pair_ids(tok, a, b), segment_ids(tok, a, b)
-            hint = (judge_answer(got_ids, ids, PAIR_IDS_SLIPS, (tok, a, b, len(got_ids)), form=tokens_not_ids,
-                                 fallback=lambda got: f"input_ids should be {ids}, you have {got}")
-                    or judge_answer(got_types, types, SEGMENT_SLIPS, (tok, a, b),
-                                    form=lambda got: one_segment_id_per_token(got, ids),
-                                    fallback=lambda got: f"token_type_ids should be {types}, you have {got}"))
-            if hint:
-                return hint
-        return None
-    return judge
+    tok = small_tokenizer()
+    got = encode_pair(tok, a, b)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return "return two lists: (input_ids, token_type_ids)"
+    got_ids, got_types = as_ids(got[0]), as_ids(got[1])
+    ids, types = pair_ids(tok, a, b), segment_ids(tok, a, b)
+    return (judge_answer(got_ids, ids, PAIR_IDS_SLIPS, (tok, a, b, len(got_ids)), form=tokens_not_ids,
+                         fallback=lambda got: f"input_ids should be {ids}, you have {got}")
+            or judge_answer(got_types, types, SEGMENT_SLIPS, (tok, a, b),
+                            form=lambda got: one_segment_id_per_token(got, ids),
+                            fallback=lambda got: f"token_type_ids should be {types}, you have {got}"))
 
 
 # ---- 01.3 the attention mask of a padded batch ----
@@ -214,97 +206,9 @@ def mask_hint(got, lengths, expected):
 @exercise(EX, 3, "attention mask from lengths")
 def check_attention_mask_from_lengths(attention_mask_from_lengths):
     """attention_mask_from_lengths(lengths, max_length) -> (B, max_length) tensor, 1 on real tokens, 0 on padding."""
-    def judge():
-        lengths, max_length = [5, 2, 7, 1], 8
-        expected = attention_mask(lengths, max_length)
-        got = torch.as_tensor(attention_mask_from_lengths(list(lengths), max_length))
-        return judge_answer(got, expected, ATTENTION_MASK_SLIPS, (lengths, max_length), same=torch.equal,
-                            form=lambda got: mask_shape_hint(got, lengths, max_length), convert=lambda got: got.long(),
-                            fallback=lambda got: mask_hint(got, lengths, expected))
-    return judge
-
-
-QUIZ = {EX: {
-    "q1": Question(
-        "'photosynthetic' is not an entry of our 8,000-entry vocabulary. What does the tokenizer do with it?",
-        {"A": "replaces the whole word with [UNK], since only a word that is an entry of the vocabulary can get an id",
-         "B": "spells it out letter by letter, one single-character piece per letter, since that always works",
-         "C": "splits it into the longest pieces the vocabulary has, every piece after the first starting with ##",
-         "D": "cuts it into its morphemes, 'photo' + '##synthetic', since the vocabulary holds the meaningful parts of "
-              "words"},
-        "C",
-        "WordPiece spells any word made of known characters with the longest pieces it has; only a character it "
-        "cannot spell gives [UNK].",
-        {"A": "[UNK] comes only from a character the vocabulary cannot spell; known characters always give pieces.",
-         "B": "single characters are the last resort: the tokenizer tries the longest pieces first.",
-         "D": "the pieces are whatever the merges produced, often not morphemes: the tokenizer takes the longest "
-              "entry that fits, meaningful or not."}),
-    "q2": Question(
-        "For the pair [CLS] A [SEP] B [SEP], which segment id (token_type_id) does the final [SEP] get?",
-        {"A": "0, like every special token: segment ids only tell the ordinary tokens of A and B apart",
-         "B": "2, a third segment id that the tokenizer keeps for the special tokens closing a pair",
-         "C": "none: special tokens get -100 in token_type_ids, the way padding is kept out of a loss",
-         "D": "1, the same as the tokens of B, because the [SEP] that closes B belongs to segment B"}, "D",
-        "[CLS], A and the first [SEP] are segment 0; B and the [SEP] that closes it are segment 1.",
-        {"A": "[CLS] and the first [SEP] get 0 because they belong to A, not because they are special; the final "
-              "[SEP] closes B.",
-         "B": "type_vocab_size is 2: a segment id is 0 or 1, nothing else.",
-         "C": "-100 is for labels; a token_type_id indexes the segment table, so it must be 0 or 1."}),
-    "q3": Question(
-        "In a padded batch, what does attention_mask = 0 at a position mean?",
-        {"A": "the position holds [PAD]: attention gives it zero weight, so no token reads its vector",
-         "B": "the position holds a [MASK] token, whose original token the masked-LM head must predict",
-         "C": "the loss skips the position, so whatever the model predicts there costs it nothing at all",
-         "D": "the token belongs to segment A of a pair, while the tokens of segment B get a mask of 1"}, "A",
-        "the attention mask hides padding from attention; ignoring a position in the loss is the label's job "
-        "(-100).",
-        {"B": "[MASK] is a token id in input_ids; the attention mask does not mark it.",
-         "C": "that is what a label of -100 does; the attention mask acts inside attention, not on the loss.",
-         "D": "segments are token_type_ids; the attention mask only tells real tokens (1) from padding (0)."}),
-    "q4": Question(
-        "With the same budget of 8,000 entries, WordPiece almost never gives [UNK] on held-out text, while a "
-        "vocabulary of whole words leaves many held-out words unknown. Why?",
-        {"A": "WordPiece entries are longer than words on average, so the same budget covers more of the text",
-         "B": "pieces spell words never seen in training out of frequent parts, down to single characters",
-         "C": "WordPiece was trained on the held-out text as well, so it had seen most of those words already",
-         "D": "the WordPiece tokenizer lowercases and strips accents, which the list of whole words does not do"},
-        "B",
-        "any word whose characters are in the vocabulary can be written with pieces; a word list has no way to spell "
-        "a word it lacks.",
-        {"A": "a piece is at most a whole word, usually less; the coverage comes from combining pieces.",
-         "C": "both were built from the training documents only; the held-out words are new to both.",
-         "D": "the whole-word list was built with the tokenizer's own normalizer: lowercased and without accents "
-              "too."}),
-    "q5": Question(
-        "WordPiece on a vocabulary of six entries. What does this program print?",
-        {"A": "['un', '##able']", "B": "['un', '##a', '##ble']", "C": "['[UNK]']", "D": "['una', '##ble']"}, "D",
-        "greedy longest match first: the longest entry that starts 'unable' is 'una', and the rest, 'ble', is the "
-        "entry '##ble'.",
-        {"A": "that is the split a linguist would choose, but WordPiece is greedy: 'una' is the longest entry that "
-              "starts the word, so it comes first.",
-         "B": "that takes the shortest match at each step; WordPiece takes the longest one.",
-         "C": "every part of the word can be spelled with entries, so there is no [UNK]."},
-        code='''
-from tokenizers import Tokenizer
-from tokenizers.models import WordPiece
-
-vocab = {"[UNK]": 0, "un": 1, "una": 2, "##a": 3, "##able": 4, "##ble": 5}
-tokenizer = Tokenizer(WordPiece(vocab, unk_token="[UNK]"))
-print(tokenizer.encode("unable").tokens)
-'''),
-    "q6": Question(
-        "You encode a sentence with one WordPiece tokenizer, then decode the ids with another one of the same size "
-        "trained on other text. What happens?",
-        {"A": "decode raises an error, because the second tokenizer recognizes that the ids come from another "
-              "vocabulary",
-         "B": "decode gives the sentence back unchanged, because two vocabularies number their common words alike",
-         "C": "decode returns other words, with no warning: every id in range names some entry of its vocabulary",
-         "D": "each id that the second tokenizer never produced itself is decoded as [UNK] and the rest as usual"},
-        "C",
-        "an id is a row number in one vocabulary; another vocabulary keeps other tokens at those rows, and nothing "
-        "checks: a model's tokenizer must travel with its checkpoint.",
-        {"A": "a tokenizer cannot tell whose ids it gets: any id below its size is valid to it (section 7).",
-         "B": "ids depend on the order the trainer added entries: the same word gets different ids in two "
-              "vocabularies trained on different text.",
-         "D": "a tokenizer keeps no record of the ids it produced; it looks every id up in its own table."}),
-}}
+    lengths, max_length = [5, 2, 7, 1], 8
+    expected = attention_mask(lengths, max_length)
+    got = torch.as_tensor(attention_mask_from_lengths(list(lengths), max_length))
+    return judge_answer(got, expected, ATTENTION_MASK_SLIPS, (lengths, max_length), same=torch.equal,
+                        form=lambda got: mask_shape_hint(got, lengths, max_length), convert=lambda got: got.long(),
+                        fallback=lambda got: mask_hint(got, lengths, expected))

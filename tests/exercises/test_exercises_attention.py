@@ -6,14 +6,7 @@ import torch
 from helpers import assert_hints, stub
 
 from minibert.exercises import check_attention_entropy, check_attention_to, check_masked_attention
-
-
-def weights(q, k, causal):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if causal:
-        T = q.shape[-2]
-        scores = scores.masked_fill(~torch.ones(T, T, dtype=torch.bool).tril(), float("-inf"))
-    return scores.softmax(-1)
+from minibert.model.bert import attention
 
 
 def entropy(w):
@@ -98,16 +91,15 @@ def test_broadcast_mistake_that_raises_no_error_is_caught():
     assert_hints(check_masked_attention, {"broadcast wrongly": wrong})
 
 
-def test_the_masked_reference_is_torchs_and_miniberts():
-    """The check's reference is PyTorch's fused attention with a boolean mask, and minibert's attention bias."""
-    from minibert.exercises.attention import _masked_case, _masked_weights
-    from minibert.model import attention_bias
+def test_the_masked_reference_is_torchs():
+    """The check's reference, minibert's attention with the padding keys hidden, is PyTorch's fused attention with
+    a boolean mask; the slips' weights, without a slip, are the reference's."""
+    from minibert.exercises.attention import _masked_case, _masked_weights, masked_reference
     q, k, v, mask = _masked_case(3, 5, 4, [5, 3, 4], 0)
-    weights = _masked_weights(q, k, mask)
+    output, weights = masked_reference(q, k, v, mask)
     fused = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None, None, :].bool())
-    assert torch.allclose(weights @ v, fused, atol=1e-6)
-    bias = attention_bias(mask, 5, 5, causal=False, dtype=torch.float32)
-    assert torch.allclose((q @ k.transpose(-2, -1) / 2 + bias).softmax(-1), weights, atol=1e-6)
+    assert torch.allclose(output, fused, atol=1e-6)
+    assert torch.allclose(_masked_weights(q, k, mask), weights, atol=1e-6)
     assert (weights[1, :, :, 3:] == 0).all() and torch.allclose(weights.sum(-1), torch.ones(()))
 
 
@@ -129,7 +121,7 @@ def test_attention_to():
 
 
 def test_the_check_agrees_with_the_model():
-    """The weights the check expects are the ones minibert's attention returns."""
+    """The weights the check expects, those of minibert's attention function, are the ones the model returns."""
     import minibert
     torch.manual_seed(0)
     config = minibert.BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -139,5 +131,5 @@ def test_the_check_agrees_with_the_model():
     out = model(ids, output_attentions=True, output_hidden_states=True)
     att = model.encoder.layer[0].attention.self
     x = out.hidden_states[0]
-    q, k = att.split_heads(att.query(x))[0], att.split_heads(att.key(x))[0]
-    assert torch.allclose(weights(q, k, False), out.attentions[0][0], atol=1e-6)
+    q, k, v = (att.split_heads(projection(x))[0] for projection in (att.query, att.key, att.value))
+    assert torch.allclose(attention(q, k, v)[1], out.attentions[0][0], atol=1e-6)

@@ -25,7 +25,7 @@ def test_every_check_is_registered_under_its_number_exported_by_name_and_used_by
 
 def test_a_taken_number_is_refused():
     with pytest.raises(ValueError, match="exercise 00.1 is registered twice"):
-        exercise("00", 1, "another exercise")(lambda student: lambda: None)
+        exercise("00", 1, "another exercise")(lambda student: None)
 
 
 SLIPS = [  # answers to "the sum of a list", on the case (numbers,)

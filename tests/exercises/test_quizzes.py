@@ -3,12 +3,14 @@
 import contextlib
 import io
 import os
+import re
+import tomllib
 from collections import Counter
 
 import pytest
 
 from minibert.course.notebooks import notebook_paths
-from minibert.exercises import QUIZZES, quiz, show_quiz
+from minibert.exercises import QUIZZES, Question, load_quiz, quiz, show_quiz
 from helpers import ROOT
 
 
@@ -82,4 +84,47 @@ def test_every_check_of_every_notebook_is_exported():
         assert checks, f"{module.__name__} has no check"
         for name in checks:
             assert getattr(exercises, name, None) is getattr(module, name), f"minibert.exercises does not export {name}"
-        assert set(module.QUIZ) <= set(QUIZZES)
+
+
+QUIZ_FILE = """
+[q1]
+text = "Which letter is right?"
+options.A = "this one"
+options.B = "that one"
+answer = "A"
+why = "A is the right letter."
+wrong.B = "B is the other one."
+"""
+
+
+def test_a_quiz_file_reads_as_its_questions(tmp_path):
+    path = tmp_path / "99.toml"
+    path.write_text(QUIZ_FILE)
+    assert load_quiz(path) == {"q1": Question("Which letter is right?", {"A": "this one", "B": "that one"}, "A",
+                                              "A is the right letter.", {"B": "B is the other one."})}
+
+
+@pytest.mark.parametrize("change,problem", [
+    (('answer = "A"', 'answer = "C"'), "question [q1]: answer 'C' is not one of its options (A, B)"),
+    (('answer = "A"', 'answer = ["A"]'), "question [q1]: answer ['A'] is not one of its options (A, B)"),
+    (("wrong.B", "wrong.A"), "question [q1]: wrong.A explains the right answer"),
+    (("wrong.B", "wrong.D"), "question [q1]: wrong.D explains no option"),
+    (('why = "A is the right letter."', 'why = " "'), "question [q1]: why must be a non-empty string"),
+    (("text = ", "txt = "), "question [q1]: unknown key txt"),
+    (('answer = "A"', 'answer = "A"\nhint = "A"'), "question [q1]: unknown key hint"),
+    (('answer = "A"\n', ""), "question [q1]: missing answer"),
+    (('"this one"', '"this one'), "not a valid TOML file"),
+], ids=["answer", "answer-not-a-letter", "wrong-is-answer", "wrong-no-option", "empty-why", "misspelt-key", "unknown-key", "missing",
+        "toml"])
+def test_a_broken_quiz_file_is_refused_with_the_file_and_the_question_named(tmp_path, change, problem):
+    path = tmp_path / "99.toml"
+    path.write_text(QUIZ_FILE.replace(*change))
+    with pytest.raises(ValueError) as refused:
+        load_quiz(path)
+    assert str(refused.value).startswith(f"{path}") and problem in str(refused.value), str(refused.value)
+
+
+def test_the_teachers_guide_shows_a_question_as_its_file_holds_it():
+    guide = (ROOT / "docs" / "teaching.md").read_text().split("### Editing a quiz", 1)[1]
+    example = tomllib.loads(re.search(r"```toml\n(.*?)```", guide, re.S).group(1))
+    assert {name: Question(**table) for name, table in example.items()} == {"q3": QUIZZES["01"]["q3"]}
