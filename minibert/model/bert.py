@@ -209,7 +209,7 @@ class BertEncoder(nn.Module):
         for i, layer in enumerate(self.layer):
             context = None
             if positions is not None and i == len(self.layer) - 1:  # (B, K, C) queries, (B, T, C) keys and values
-                context, x = x, x.gather(1, positions[..., None].expand(-1, -1, x.shape[-1]))
+                context, x = x, gather_rows(x, positions)
             out = layer(x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
                         encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
                         output_attentions=output_attentions)
@@ -220,6 +220,11 @@ class BertEncoder(nn.Module):
             caches += (out.cache,)
         return ModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
                            cross_attentions=cross_attentions, past_key_values=caches)
+
+
+def gather_rows(x, rows):
+    """x (B, T, C) -> (B, K, C): the rows of x at positions rows (B, K)."""
+    return x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))
 
 
 class BertPooler(nn.Module):

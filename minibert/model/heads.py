@@ -50,8 +50,7 @@ class BertPreTrainedModel(TransformersHabits, bert.BertPreTrainedModel):
                         output_attentions=output_attentions, output_hidden_states=output_hidden_states,
                         positions=None if every_row else rows, return_dict=True)
         if rows is not None and every_row:  # every row was computed: keep the head's own
-            hidden = out.last_hidden_state
-            out.last_hidden_state = hidden.gather(1, rows[..., None].expand(-1, -1, hidden.shape[-1]))
+            out.last_hidden_state = bert.gather_rows(out.last_hidden_state, rows)
         return out
 
     def finish(self, out, return_dict, **fields):

@@ -14,13 +14,12 @@ The estimate is what training adds to what the process already holds (the model,
 docs/experiments.md ("Memory") compares it with the peak memory of real runs.
 """
 
-import os
-
 import torch
 
 from ..model.fast import writes_attention_out
 
 PARAMETER_BYTES = 16
+FLOAT32 = 4  # bytes per activation kept
 HIDDEN_NUMBERS, INTERMEDIATE_NUMBERS, SCORE_NUMBERS = 10, 2, 2  # kept per token and layer, float32 each
 DROPOUT_NUMBERS = 3  # with hidden dropout: a mask per hidden unit after the embeddings, attention and feed-forward
 VOCABULARY_BYTES = {False: 20, True: 10}  # per output score: float32, or bf16 autocast
@@ -36,7 +35,7 @@ def training_bytes(model, batch_size, max_length, scored_share=1.0, bf16=False, 
         per_layer += (SCORE_NUMBERS + (c.attention_probs_dropout_prob > 0)) * c.num_attention_heads * max_length
     if c.hidden_dropout_prob > 0:
         per_layer += DROPOUT_NUMBERS * c.hidden_size  # the masks of its three dropouts
-    per_token = 4 * c.num_hidden_layers * per_layer + scored_share * VOCABULARY_BYTES[bool(bf16)] * c.vocab_size
+    per_token = FLOAT32 * c.num_hidden_layers * per_layer + scored_share * VOCABULARY_BYTES[bool(bf16)] * c.vocab_size
     parameters = sum(p.numel() for p in model.parameters())
     return PARAMETER_BYTES * parameters, batch_size * max_length * per_token
 
