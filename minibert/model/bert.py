@@ -64,7 +64,7 @@ def attention(q, k, v, bias=None, is_causal=False, dropout=None):
 
 
 class Attended(NamedTuple):
-    """What attention returns: the output, the weights (None unless asked for) and the keys and values."""
+    """What attend() returns: the output, the weights (None unless asked for) and the keys and values."""
     output: torch.Tensor  # (B, T, C)
     weights: torch.Tensor | None  # (B, nh, T, S)
     cache: tuple  # (k, v), each (B, nh, S, hs): what a later decoding step reads instead of computing again
@@ -142,7 +142,10 @@ class BertAttention(nn.Module):
         self.output = ResidualNorm(config, config.hidden_size)
 
     def forward(self, x, **kwargs):
-        """x (B, T, C) -> attention, then Add & Norm: Attended(output, weights, cache)."""
+        """x (B, T, C) -> (B, T, C): attention, then Add & Norm. attend() also returns the weights and cache."""
+        return self.attend(x, **kwargs).output
+
+    def attend(self, x, **kwargs):
         attended = self.self.attend(x, **kwargs)
         return attended._replace(output=self.output(attended.output, x))
 
@@ -158,7 +161,7 @@ class BertIntermediate(nn.Module):
 
 
 class LayerOutput(NamedTuple):
-    """What a layer returns."""
+    """What a layer's run() returns."""
     hidden_states: torch.Tensor  # (B, T, C)
     attentions: torch.Tensor | None  # (B, nh, T, S), with output_attentions
     cross_attentions: torch.Tensor | None  # (B, nh, T, S_encoder), with output_attentions and an encoder
@@ -176,17 +179,22 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = ResidualNorm(config, config.intermediate_size)
 
-    def forward(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
-                cache=None, output_attentions=False):
+    def forward(self, x, **kwargs):
+        """x (B, T, C) -> (B, T, C). run() also returns the attention weights and the cache."""
+        return self.run(x, **kwargs).hidden_states
+
+    def run(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
+            cache=None, output_attentions=False):
         """x (B, T, C) -> LayerOutput. context: what self-attention reads, when x holds only some of its
         positions (see BertEncoder). cache: this layer's keys and values of the earlier decoding steps."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
-        x, attentions, cache = self.attention(x, context=context, bias=bias, is_causal=is_causal, cache=self_cache,
-                                              output_attentions=output_attentions)
+        x, attentions, cache = self.attention.attend(x, context=context, bias=bias, is_causal=is_causal,
+                                                     cache=self_cache, output_attentions=output_attentions)
         cross_attentions = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_attentions, cross = self.crossattention(x, context=encoder_hidden_states, bias=encoder_bias,
-                                                             cache=cross_cache, output_attentions=output_attentions)
+            x, cross_attentions, cross = self.crossattention.attend(
+                x, context=encoder_hidden_states, bias=encoder_bias, cache=cross_cache,
+                output_attentions=output_attentions)
             cache = cache + cross  # one cache entry per layer
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
         return LayerOutput(x, attentions, cross_attentions, cache)
@@ -210,9 +218,10 @@ class BertEncoder(nn.Module):
             context = None
             if positions is not None and i == len(self.layer) - 1:  # (B, K, C) queries, (B, T, C) keys and values
                 context, x = x, gather_rows(x, positions)
-            out = layer(x, context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
-                        encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
-                        output_attentions=output_attentions)
+            out = layer.run(x, context=context, bias=bias, is_causal=is_causal,
+                            encoder_hidden_states=encoder_hidden_states, encoder_bias=encoder_bias,
+                            cache=past_key_values[i] if past_key_values else None,
+                            output_attentions=output_attentions)
             x = out.hidden_states
             hidden_states += (x,)
             attentions += (out.attentions,)

@@ -99,11 +99,11 @@ class TransformersHabits:
             raise ValueError(f"every_n_layers must be a whole number above 0, got {every_n_layers!r}")
         self.activation_checkpointing_disable()
         for layer in self.encoder_stack().layer[::every_n_layers]:
-            layer.forward = partial(checkpointed_forward, layer)
+            layer.run = partial(checkpointed_run, layer)
 
     def activation_checkpointing_disable(self):
         for layer in self.encoder_stack().layer:
-            layer.__dict__.pop("forward", None)  # the class's forward again
+            layer.__dict__.pop("run", None)  # the class's run again
 
     def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None, **kwargs):
         """transformers' older name for activation_checkpointing_enable."""
@@ -114,7 +114,7 @@ class TransformersHabits:
 
     @property
     def is_activation_checkpointing(self):
-        return any("forward" in layer.__dict__ for layer in self.encoder_stack().layer)
+        return any("run" in layer.__dict__ for layer in self.encoder_stack().layer)
 
     @property
     def is_gradient_checkpointing(self):  # transformers' older name
@@ -236,10 +236,10 @@ def grown(table, n, mean_resizing, std):
     return torch.cat([table.detach(), new])
 
 
-def checkpointed_forward(layer, *args, **kwargs):
-    """A layer's forward that keeps none of its activations in training: the backward pass computes them
-    again (torch.utils.checkpoint), for less memory and about a third more time."""
-    forward = type(layer).forward
+def checkpointed_run(layer, *args, **kwargs):
+    """A layer's run (what the encoder calls) that keeps none of its activations in training: the backward
+    pass computes them again (torch.utils.checkpoint), for less memory and about a third more time."""
+    run = type(layer).run
     if not layer.training:
-        return forward(layer, *args, **kwargs)
-    return torch.utils.checkpoint.checkpoint(forward, layer, *args, use_reentrant=False, **kwargs)
+        return run(layer, *args, **kwargs)
+    return torch.utils.checkpoint.checkpoint(run, layer, *args, use_reentrant=False, **kwargs)

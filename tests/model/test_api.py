@@ -457,14 +457,18 @@ def test_gradient_checkpointing_gives_the_same_gradients_and_trainer_can_turn_it
     model = minibert.BertForMaskedLM(minibert.BertConfig(**CONFIGS["gelu"]))
     batch = make_batch(CONFIGS["gelu"])
     inputs = dict(**{k: batch[k] for k in INPUTS}, labels=batch["mlm_labels"])
-    grads = {}
+    grads, feed_forwards = {}, []  # feed-forward passes of one training step: 1 per layer, 2 when recomputed
+    for layer in model.bert.encoder.layer:
+        layer.intermediate.register_forward_hook(lambda *_: feed_forwards.append(1))
     for on in (False, True):
         model.activation_checkpointing_enable() if on else model.activation_checkpointing_disable()
         assert model.is_gradient_checkpointing is on and model.supports_gradient_checkpointing
         model.zero_grad()
+        feed_forwards.clear()
         torch.manual_seed(1)  # the same dropout masks both times (checkpointing redraws them alike)
         model(**inputs).loss.backward()
         grads[on] = [p.grad.clone() for p in model.parameters()]
+        assert len(feed_forwards) == (2 if on else 1) * len(model.bert.encoder.layer)  # kept none, computed again
     for a, b in zip(grads[False], grads[True]):
         torch.testing.assert_close(a, b)
     model.gradient_checkpointing_disable()
