@@ -15,7 +15,7 @@ import time
 import torch
 
 import minibert
-from minibert import model as modeling
+from minibert.model.bert import MultiHeadAttention
 from minibert.model.fast import writes_attention_out
 
 SHAPES = [  # (batch, tokens, hidden, heads)
@@ -36,7 +36,7 @@ def step(layer, x, mask, bf16):
 def time_paths(batch, tokens, hidden, heads, bf16, repeats=12):
     torch.manual_seed(0)
     config = minibert.BertConfig(hidden_size=hidden, num_attention_heads=heads, attention_probs_dropout_prob=0.0)
-    layer = modeling.MultiHeadAttention(config).train()
+    layer = MultiHeadAttention(config).train()
     x = torch.randn(batch, tokens, hidden, requires_grad=True)
     mask = torch.zeros(batch, 1, 1, tokens)  # an additive padding mask that hides nothing
     paths = {"fused": True, "spelled out": False}  # the layer's switch, set for each timing

@@ -39,6 +39,8 @@ RECIPES = {
 IN_TRAINING = {
     "bert-mini-mlm-nsp": dict(objective="mlm+nsp", **{**MLM_RECIPE, "preset": "mini", "steps": 60_000},
                               eval_every=2000, tokenizer="bert-mlm"),
+    "bert-mini-clm": dict(objective="clm", preset="mini", steps=40_000, batch_size=16, max_length=128, dropout=0.1,
+                          corpus="large", eval_every=2000, tokenizer="bert-mlm"),
 }
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",

@@ -87,7 +87,8 @@ class MultiHeadAttention(nn.Module):
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
         # Two ways to the same result: PyTorch's fused kernel, or attention() written out, which alone can
         # return the weights. Chosen here from config.attn_implementation ("eager": written out) and again by
-        # set_attn_implementation; where it is None, fast.py takes the faster way for each batch.
+        # set_attn_implementation (compat.py); where it is None, the classes users build take the faster
+        # way for each batch (fast.choose_attention).
         self.fused = config.attn_implementation != "eager"
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
@@ -146,8 +147,8 @@ class BertAttention(nn.Module):
         return self.attend(x, **kwargs).output
 
     def attend(self, x, **kwargs):
-        attended = self.self.attend(x, **kwargs)
-        return attended._replace(output=self.output(attended.output, x))
+        y, weights, cache = self.self.attend(x, **kwargs)
+        return Attended(self.output(y, x), weights, cache)  # Add & Norm: y + x, normalised
 
 
 class BertIntermediate(nn.Module):
@@ -188,16 +189,21 @@ class BertLayer(nn.Module):
         """x (B, T, C) -> LayerOutput. context: what self-attention reads, when x holds only some of its
         positions (see BertEncoder). cache: this layer's keys and values of the earlier decoding steps."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
-        x, attentions, cache = self.attention.attend(x, context=context, bias=bias, is_causal=is_causal,
-                                                     cache=self_cache, output_attentions=output_attentions)
+        x, attentions, self_cache = self.attention.attend(x, context=context, bias=bias, is_causal=is_causal,
+                                                          cache=self_cache, output_attentions=output_attentions)
         cross_attentions = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_attentions, cross = self.crossattention.attend(
+            x, cross_attentions, cross_cache = self.crossattention.attend(
                 x, context=encoder_hidden_states, bias=encoder_bias, cache=cross_cache,
                 output_attentions=output_attentions)
-            cache = cache + cross  # one cache entry per layer
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
+        cache = self_cache + (cross_cache or ())  # one cache entry per layer
         return LayerOutput(x, attentions, cross_attentions, cache)
+
+
+def gather_rows(x, rows):
+    """x (B, T, C) -> (B, K, C): the rows of x at positions rows (B, K)."""
+    return x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))
 
 
 class BertEncoder(nn.Module):
@@ -229,11 +235,6 @@ class BertEncoder(nn.Module):
             caches += (out.cache,)
         return ModelOutput(last_hidden_state=x, hidden_states=hidden_states, attentions=attentions,
                            cross_attentions=cross_attentions, past_key_values=caches)
-
-
-def gather_rows(x, rows):
-    """x (B, T, C) -> (B, K, C): the rows of x at positions rows (B, K)."""
-    return x.gather(1, rows[..., None].expand(-1, -1, x.shape[-1]))
 
 
 class BertPooler(nn.Module):
@@ -320,7 +321,7 @@ class BertModel(BertPreTrainedModel):
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
         T = x.shape[1]
         padded = attention_mask is not None and not bool(attention_mask.all())
-        # a decoder without padding or cache can use the fused kernel's own causal mask
+        # a decoder without padding or cache needs no bias: both attention paths hide the future themselves
         is_causal = cfg.is_decoder and not padded and past_length == 0 and not output_attentions
         bias = None if is_causal else attention_bias(attention_mask if padded else None, T, past_length + T,
                                                      cfg.is_decoder, x.dtype)

@@ -1,8 +1,8 @@
 """Input checks shared by the models: the mistakes users make become a sentence that names the argument
 and says what to do, instead of an error from deep inside torch.
 
-bert.py checks the encoder's inputs (check_inputs); heads.py checks labels (check_labels); generation.py
-checks its settings with check_sampling.
+bert.py checks the encoder's inputs (check_inputs); the heads, their helpers and losses.py check labels
+(check_labels); generation.py checks its settings with check_sampling.
 """
 
 import math

@@ -147,7 +147,7 @@ class TransformersHabits:
         self.config.attn_implementation = check_attention(name)
         for m in self.modules():
             if isinstance(m, MultiHeadAttention):
-                m.fused = name != "eager"  # with None, fast.choose_attention changes it for each batch
+                m.fused = name != "eager"  # fast.choose_attention sets it again from the config for each batch
 
     @classmethod
     def can_generate(cls):

@@ -1,5 +1,6 @@
-"""Speed tricks, kept out of the model's reading path: bert.py is written plainly, and speed_up switches
-these on for every model the classes users build (heads.py) make. Each computes what the plain PyTorch
+"""Speed tricks, kept out of the model's reading path: bert.py is written plainly, speed_up switches the
+first two on for every model the classes users build (heads.py) make, and losses.py takes the third for
+bfloat16 logits. Each computes what the plain PyTorch
 it stands for computes (Dropout: a mask with the same drop rate, drawn more cheaply);
 tests/model/test_fast_paths.py checks each against the plain way.
 
@@ -77,7 +78,7 @@ class Dropout(nn.Dropout):
 WRITTEN_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many positions attention is written out
 
 
-def writes_attention_out(config, training, device_type, bf16, positions):
+def writes_attention_out(config, training, device_type, bf16, seq_len):
     """Does attention take the written-out path? For config.attn_implementation "eager" always and "sdpa"
     never; left to minibert (None), only where that is the faster path: training on a CPU with attention
     dropout (the fused kernel draws its mask slowly there) or in bf16 with up to 256 positions (the fused
@@ -86,7 +87,7 @@ def writes_attention_out(config, training, device_type, bf16, positions):
     if config.attn_implementation is not None:
         return config.attn_implementation == "eager"
     return training and device_type == "cpu" and (
-        config.attention_probs_dropout_prob > 0 or (bf16 and positions <= WRITTEN_OUT_MAX_POSITIONS))
+        config.attention_probs_dropout_prob > 0 or (bf16 and seq_len <= WRITTEN_OUT_MAX_POSITIONS))
 
 
 def choose_attention(model, embeddings, inputs, x):

@@ -46,7 +46,7 @@ LEFT_OUT = {  # transformers' generate arguments for decoding that this module d
     "negative_prompt_ids": "classifier-free guidance", "synced_gpus": "decoding across GPUs in lockstep",
     "custom_generate": "decoding code from the Hub", "tokenizer": "stop_strings",
 }
-LEFT_OUT_OF_TOP_K = -1e9  # a score that keeps a candidate out of every top-k (transformers' value)  # the score that keeps a beam out of every top-k: transformers' value
+LEFT_OUT_OF_TOP_K = -1e9  # a score that keeps a candidate or a beam out of every top-k (transformers' value)
 
 
 # ---- settings: a GenerationConfig, its defaults and what is refused ----
@@ -514,5 +514,5 @@ class GenerationMethods:
         is input_ids, or inputs_embeds (then the output holds only the new tokens). Prompts of different
         lengths go in padded on the left with their attention_mask; positions count from each prompt's
         first real token. generator= (a torch.Generator) makes sampling repeatable without touching
-        torch's global seed. The decoding itself is in generation.py."""
+        torch's global seed. The decoding itself is generate() above."""
         return generate(self, inputs, generation_config, **kwargs)

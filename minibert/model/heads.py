@@ -61,7 +61,8 @@ class BertPreTrainedModel(TransformersHabits, bert.BertPreTrainedModel):
 
 
 class BertModel(TransformersHabits, bert.BertModel):
-    __doc__ = bert.BertModel.__doc__
+    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out;
+    bert.BertModel with transformers' habits (compat.py) and minibert's speed tricks (fast.py)."""
     hf_architecture = "BertModel"
 
     def __init__(self, config, add_pooling_layer=True):

@@ -1,11 +1,12 @@
 """The heads' helper methods: a loss, a prediction or an answer to raw text in one call, each the head's
-forward and a line or two around it (the course's API, as lucid has it). A head lists the mixin it has,
+forward and a line or two around it (the course's API). A head lists the mixin it has,
 so that its own class is its forward and its loss:
 
     MaskedLMHelpers  get_loss, get_perplexity (pseudo-perplexity), fill_mask
     PairHelpers      get_loss, predict_proba, predict_proba_from_text
     CausalLMHelpers  get_loss, get_perplexity, get_accuracy, predict_token_ids, get_next_token_logits,
-                     predict_next_token_id, and the same from text (*_from_text)
+                     predict_next_token_id, and get_loss, get_perplexity and predict_next_token_id
+                     from raw text (*_from_text)
 
 encode_text turns raw text into the batch BERT reads.
 """
@@ -16,7 +17,7 @@ from numbers import Integral
 import torch
 
 from . import labels as label_rules  # label_rules.shift_labels: the methods have an argument of that name
-from .checks import as_tensor
+from .checks import as_tensor, check_labels
 from .generation import positions_from_mask
 from .labels import IGNORE_INDEX
 from .losses import token_loss
@@ -124,6 +125,8 @@ class CausalLMHelpers:
 
     def get_loss(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, reduction="mean", **inputs):
         labels = as_tensor("labels", labels, self.device)
+        if ignore_index == IGNORE_INDEX:  # token ids of this vocabulary, or -100
+            check_labels("labels", labels, labels.shape, self.config.vocab_size)
         return token_loss(self(**inputs, return_dict=True).logits, labels, shift_labels, ignore_index, reduction)
 
     @torch.no_grad()

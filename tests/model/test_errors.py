@@ -61,6 +61,8 @@ def test_wrong_labels_raise_clear_errors(models):
         pre(input_ids=ids, next_sentence_label=torch.tensor([0, 1, 1]))
     with pytest.raises(TypeError, match="integer class ids"):
         mlm(input_ids=ids, labels=ids.float())
+    with pytest.raises(ValueError, match="labels contains 77"):  # the helper method, as the forward
+        causal.get_loss(torch.full_like(ids, 77), input_ids=ids)
 
 
 def test_bad_configs_raise_clear_errors():
