@@ -3,6 +3,8 @@
     python -m minibert pretrain --objective mlm --preset mini --minutes 5 --out runs/mlm
     python -m minibert eval runs/mlm
     python -m minibert export runs/mlm checkpoints/my-bert     # bf16 weights + model card with scores
+    python -m minibert export runs/mlm checkpoints/my-bert --unfinished     # a piece of a long training ...
+    python -m minibert pretrain --continue-from checkpoints/my-bert --out runs/mlm2   # ... continued elsewhere
     python -m minibert fill-mask runs/mlm "The [MASK] barks loudly."
     python -m minibert generate runs/clm "Deep learning is"
     python -m minibert next-sentence runs/nsp "It rained all day." "The streets were flooded."
@@ -45,16 +47,16 @@ def load_head(folder, cls, needs=None):
 def cmd_pretrain(a):
     from .training.trainer import pretrain
     given = {k: getattr(a, k) for k in TRAIN_OPTIONS if getattr(a, k) is not None}  # the rest: TrainArgs' defaults
-    preset = a.preset or (None if a.resume else "mini")  # the command line's default preset is larger
+    preset = a.preset or (None if a.resume or a.continue_from else "mini")  # the command line's default is larger
     tokenizer = None
-    if a.tokenizer and not a.resume:  # a resumed run reads its own, saved beside its weights
+    if a.tokenizer and not a.resume and not a.continue_from:  # a resumed run reads its own, saved beside its weights
         from transformers import AutoTokenizer
         if not os.path.isfile(os.path.join(a.tokenizer, "tokenizer.json")):
             raise ValueError(f"--tokenizer {a.tokenizer!r} is not a folder with a tokenizer.json (a checkpoint "
                              "folder, e.g. checkpoints/bert-mlm)")
         tokenizer = AutoTokenizer.from_pretrained(a.tokenizer)
-    result = pretrain(a.objective, preset, out=a.out, resume=a.resume, save_every=a.save_every,
-                      bf16=a.bf16, tokenizer=tokenizer, **given)
+    result = pretrain(a.objective, preset, out=a.out, resume=a.resume, continue_from=a.continue_from,
+                      save_every=a.save_every, bf16=a.bf16, tokenizer=tokenizer, **given)
     print(f"saved to {a.out} after {result.history[-1]['step']} steps: {result.report()}")
 
 
@@ -154,7 +156,7 @@ def pair_task_of(folder):
 
 def cmd_export(a):
     from .course.pretrained import export
-    scores = export(a.run_dir, a.dest, a.note)
+    scores = export(a.run_dir, a.dest, a.note, unfinished=a.unfinished)
     print(f"exported {a.run_dir} to {a.dest}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()))
 
 
@@ -169,6 +171,9 @@ def parser():
     p.add_argument("--steps", type=int, help="step budget")
     p.add_argument("--out", required=True, help="checkpoint folder (transformers format)")
     p.add_argument("--resume", action="store_true", help="continue the run saved in --out")
+    p.add_argument("--continue-from", metavar="FOLDER",
+                   help="continue the unfinished run exported to FOLDER (export --unfinished), from its weights and "
+                        "step, with a fresh optimizer, into --out: a long training moved to another machine")
     p.add_argument("--save-every", type=int, default=SAVE_EVERY,
                    help=f"steps between checkpoints (default {SAVE_EVERY})")
     p.add_argument("--batch-size", type=int, help=f"sequences per step (default {TrainArgs.batch_size})")
@@ -203,6 +208,9 @@ def parser():
     p.add_argument("run_dir", metavar="RUN", help="a finished run folder (pretrain --out)")
     p.add_argument("dest", help="the checkpoint folder to write")
     p.add_argument("--note", help="a sentence for the model card about how the run was made")
+    p.add_argument("--unfinished", action="store_true",
+                   help="export the last save of a run that is still training (its card says so); "
+                        "pretrain --continue-from continues it")
     p.set_defaults(run=cmd_export)
     p = sub.add_parser("fill-mask", help="the likeliest words for each [MASK]")
     p.add_argument("dir")

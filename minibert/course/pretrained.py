@@ -13,7 +13,6 @@ import copy
 import dataclasses
 import json
 import os
-import platform
 import warnings
 
 import torch
@@ -21,27 +20,24 @@ import torch
 CHECKPOINTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "checkpoints")
 
 # name -> the CLI options of its training run. Chosen by measurement on a 2-core CPU (docs/experiments.md):
-# the tiny preset on the large corpus (minibert.data.corpus), a fixed number of steps so that a rerun on
-# any machine sees the same batches.
+# the large corpus (minibert.data.corpus) and a fixed number of steps, so that a rerun on any machine sees
+# the same batches. The tiny preset (2 layers of width 128) trains in about two and a half hours on two
+# cores. The mini preset (4 layers of width 256, the tiny ones' tokenizer) takes many hours on one thread:
+# it trains in pieces, each landed in checkpoints/ as it stands (`main`), and continues on whichever machine
+# comes next.
 MLM_RECIPE = dict(preset="tiny", steps=50_000, batch_size=64, max_length=64, corpus="large")
+CLM_RECIPE = dict(objective="clm", preset="tiny", steps=30_000, batch_size=16, max_length=128, dropout=0.1,
+                  corpus="large")
+MINI = dict(preset="mini", eval_every=2000, tokenizer="bert-mlm")
 RECIPES = {
     "bert-mlm-nsp": dict(objective="mlm+nsp", **MLM_RECIPE),
-    "bert-clm": dict(objective="clm", preset="tiny", steps=30_000, batch_size=16, max_length=128, dropout=0.1,
-                     corpus="large"),
+    "bert-clm": CLM_RECIPE,
     "bert-mlm": dict(objective="mlm", **MLM_RECIPE),
     "bert-mlm-sop": dict(objective="mlm+sop", **MLM_RECIPE),
+    "bert-mini-mlm-nsp": dict(objective="mlm+nsp", **{**MLM_RECIPE, **MINI, "steps": 30_000}),
 }
-# Checkpoints being trained (over several sessions, resumed), not shipped yet: `python -m
-# minibert.course.pretrained NAME` trains and exports them like the others; once their folder is committed
-# they move to RECIPES. The mini preset (4 layers, width 256) with the tiny ones' tokenizer, for the
-# lessons that show what a trained model does; evaluated often, so that its learning curve can be read
-# beside the tiny one's (docs/experiments.md).
-IN_TRAINING = {
-    "bert-mini-mlm-nsp": dict(objective="mlm+nsp", **{**MLM_RECIPE, "preset": "mini", "steps": 60_000},
-                              eval_every=2000, tokenizer="bert-mlm"),
-    "bert-mini-clm": dict(objective="clm", preset="mini", steps=40_000, batch_size=16, max_length=128, dropout=0.1,
-                          corpus="large", eval_every=2000, tokenizer="bert-mlm"),
-}
+# Trained after bert-mini-mlm-nsp (one long run at a time); it joins RECIPES when its first piece lands.
+NEXT = {"bert-mini-clm": {**CLM_RECIPE, **MINI, "steps": 20_000}}
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
     "nsp": "text-classification", "sop": "text-classification",
@@ -50,7 +46,7 @@ TASKS = {  # objective -> the pipeline tag of its card
 
 def path(name):
     """The folder of a shipped checkpoint: checkpoints/<name> beside the package."""
-    if name not in RECIPES and name not in IN_TRAINING:
+    if name not in RECIPES and name not in NEXT:
         raise ValueError(f"no shipped checkpoint {name!r}; they are {', '.join(RECIPES)}")
     return os.path.join(CHECKPOINTS, name)
 
@@ -65,12 +61,12 @@ def tokenizer():
 def model_class_of(name):
     """The minibert class a shipped checkpoint was trained as (BertForPreTraining, BertForCausalLM, ...)."""
     from ..training.trainer import model_class
-    return model_class(RECIPES[name]["objective"])
+    return model_class({**RECIPES, **NEXT}[name]["objective"])
 
 
 def command(name, out=None, settings=None):
     """The command line that trains a checkpoint's run (from its recipe, or from the given settings)."""
-    settings = dict(settings or {**RECIPES, **IN_TRAINING}[name])
+    settings = dict(settings or {**RECIPES, **NEXT}[name])
     if "tokenizer" in settings:  # a shipped checkpoint's name: its folder, from the repository's root
         settings["tokenizer"] = os.path.join("checkpoints", settings["tokenizer"])
     options = " ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
@@ -89,12 +85,14 @@ def load_args(folder):
 
 
 @torch.no_grad()
-def score(folder, corpus=None):
+def score(folder, corpus=None, examples=None, batches=None):
     """Every held-out score of a checkpoint and its baselines, as percentages (perplexities as is).
     Rebuilds the run's held-out documents (same corpus, split and seed) with the checkpoint's own
     tokenizer; masks and random negatives come from fixed seeds, so the result is the same each time.
     corpus: score on the held-out documents of another corpus instead (a load_corpus name), e.g. the
-    built-in one where the large corpus is not installed."""
+    built-in one where the large corpus is not installed. examples: score only that many held-out
+    examples, evenly spaced, and no hard negatives: a quicker check that the model learned, not the card's
+    scores. batches: a list that receives the held-out evaluation's sums batch by batch (evaluate)."""
     from transformers import AutoTokenizer
 
     from ..data.corpus import load_corpus, split_corpus
@@ -109,7 +107,9 @@ def score(folder, corpus=None):
         model = model_class(args.objective).from_pretrained(folder)
     train_docs, heldout_docs = split_corpus(load_corpus(args.corpus), args.heldout, seed=args.seed)
     train, heldout = build_examples(args, train_docs, tokenizer), build_examples(args, heldout_docs, tokenizer, 1)
-    metrics = evaluate(model, args.objective, heldout, tokenizer)
+    if examples is not None:  # spread over all the held-out documents
+        heldout = heldout[::max(1, len(heldout) // examples)][:examples]
+    metrics = evaluate(model, args.objective, heldout, tokenizer, batches=batches)
     base = baselines(args.objective, train, heldout, tokenizer)
     scores = {"examples": len(heldout)}
     if "mlm_accuracy" in metrics:
@@ -123,7 +123,7 @@ def score(folder, corpus=None):
         if f"{task}_accuracy" in metrics:
             scores[f"{task}_accuracy"] = 100 * metrics[f"{task}_accuracy"]
             scores[f"{task}_majority_class_accuracy"] = 100 * base[f"{task}_majority_class_accuracy"]
-    if "nsp_accuracy" in metrics and args.negatives == "random":  # the harder test: B from the same document
+    if "nsp_accuracy" in metrics and args.negatives == "random" and examples is None:  # B from the same document
         hard_args = dataclasses.replace(args, negatives="hard")
         hard_train = build_examples(hard_args, train_docs, tokenizer)
         hard = build_examples(hard_args, heldout_docs, tokenizer, 1)
@@ -187,25 +187,31 @@ def check_export_folder(run, dest):
     return path
 
 
-def export(run, dest, note=None):
+def export(run, dest, note=None, unfinished=False):
     """Write the checkpoint of a finished run: bfloat16 weights (half the size; they load as float32),
     the tokenizer, training_args.json, eval_results.json and README.md, whole or not at all. note: a
-    sentence for the card about how the run was made (e.g. beside other runs on a shared machine)."""
+    sentence for the card about how the run was made (e.g. beside other runs on a shared machine).
+    unfinished: export the run's last save although its budget is not spent: a piece of a training that
+    continues later, perhaps on another machine (pretrain(continue_from=dest)); its card says so."""
     from ..model.hub import atomic_folder, write_weights
-    from ..training.trainer import load_result, read_state
+    from ..training.trainer import load_result, machine, read_state
     state = read_state(run)
-    if not state["finished"]:
-        raise ValueError(f"{run!r} has not finished training (step {state['step']}); resume it first")
+    if not state["finished"] and not unfinished:
+        raise ValueError(f"{run!r} has not finished training (step {state['step']}); resume it first, or export "
+                         "this piece of it with --unfinished")
     dest = check_export_folder(run, dest)
     result = load_result(run, state)
     name = os.path.basename(os.path.normpath(dest))
+    pieces = state.get("pieces") or [  # a run saved before pieces were recorded: one piece, on this machine
+        {"from": 0, "to": state["step"], "start": "new", "machine": machine(), "threads": state.get("threads"),
+         "bf16": state.get("bf16"), "world_size": state.get("world_size", 1), "seconds": state["seconds"]}]
     with atomic_folder(dest, carry_over=False) as tmp:  # an export is complete: nothing of an older one stays
         half = copy.deepcopy(result.model).to(torch.bfloat16)
         write_weights(half, tmp)  # config.json says float32: the computation stays in float32
         result.tokenizer.save_pretrained(tmp)
-        info = {"args": dataclasses.asdict(result.args), "steps": state["step"],
-                "minutes": round(state["seconds"] / 60, 1), "machine": machine(), "bf16": state.get("bf16"),
-                "threads": state.get("threads"), "note": note,
+        info = {"args": dataclasses.asdict(result.args), "steps": state["step"], "finished": state["finished"],
+                "minutes": round(state["seconds"] / 60, 1), "machine": pieces[-1]["machine"], "bf16": state.get("bf16"),
+                "threads": state.get("threads"), "note": note, "pieces": pieces,
                 "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
         with open(os.path.join(tmp, "training_args.json"), "w") as f:
             json.dump(info, f, indent=2)
@@ -223,18 +229,6 @@ def export(run, dest, note=None):
             f.write(card(name, result.args, info, scores, blank_rows, texts, result.model.num_parameters(),
                          os.path.getsize(os.path.join(tmp, "model.safetensors"))))
     return scores
-
-
-def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    from ..training.trainer import bf16_is_native
-    native = "native bf16" if bf16_is_native(torch.device("cpu")) else "no native bf16"
-    return f"{cpu}, {os.cpu_count()} cores ({native}), torch {torch.__version__.split('+')[0]}"
 
 
 # ---- the model card, in the layout of the Hugging Face Hub's ----
@@ -306,6 +300,7 @@ def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
         "CLI, for the notebooks of the minibert course. It is a standard transformers checkpoint: "
         f"`{'BertLMHeadModel' if args.objective == 'clm' else 'BertForPreTraining / BertForMaskedLM'}` in "
         "transformers, the same class names in minibert.", "",
+        *in_training(name, args, info),
         "## Training", "",
         "```bash", command_of(name, args, info), "```", "",
         f"- corpus: {corpus}, {1 - args.heldout:.0%} of its documents; the other {args.heldout:.0%} (seed {args.seed}) are held out for the scores below",
@@ -316,6 +311,7 @@ def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
         + (f", {info['threads']} thread{'s' if info['threads'] != 1 else ''}" if info.get("threads") else "")
         + (f"; {info['note']}" if info.get("note") else ""),
         "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
+        *pieces_table(info),
         "## Held-out scores", "",
         "| metric | this model | 95% interval | baseline |", "|---|---|---|---|", rows, "",
         f"Scored on {scores['examples']} held-out examples by `minibert.course.pretrained.score`; a test recomputes "
@@ -353,11 +349,40 @@ def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
     return "\n".join(lines)
 
 
+STARTS = {"new": "from scratch", "resumed": "resumed from its run folder (optimizer state and all)",
+          "continued": "from the exported weights before it: fresh optimizer, warm-up of {} steps"}
+
+
+def in_training(name, args, info):
+    """The card's first words for a piece of a longer training: how far it is, and how to go on."""
+    if info.get("finished", True):
+        return []
+    return [f"**In training: step {info['steps']:,} of {args.steps:,}.** These are the weights of the run's last "
+            "save, and the scores below are theirs at that step: the run goes on, and this folder is replaced "
+            "as it goes. On any machine, from the repository's root, this continues it from these weights "
+            "(the same data from the same step on, a fresh optimizer; an unfinished run folder of its own in "
+            "`runs/` is resumed instead):", "",
+            "```bash", f"python -m minibert.course.pretrained {name}", "```", ""]
+
+
+def pieces_table(info):
+    """Where each piece of a run trained, when it trained in more than one or is unfinished."""
+    from ..training.trainer import REWARMUP
+    pieces = info.get("pieces") or []
+    if len(pieces) < 2 and info.get("finished", True):
+        return []
+    rows = ["Trained in pieces, each on the machine it had:", "",
+            "| steps | started | machine | threads | precision | minutes |", "|---|---|---|---|---|---|"]
+    rows += [f"| {p['from']:,} to {p['to']:,} | {STARTS[p['start']].format(REWARMUP)} | {p['machine']} | "
+             f"{p['threads']} | {'bf16 autocast' if p['bf16'] else 'fp32'} | {p['seconds'] / 60:.0f} |" for p in pieces]
+    return rows + [""]
+
+
 def command_of(name, args, info):
     """The command that trained this run, with the options of its recipe (all of the run's settings
     that differ from the defaults, for a checkpoint outside RECIPES)."""
     from ..training.trainer import TrainArgs
-    recipes = {**RECIPES, **IN_TRAINING}
+    recipes = {**RECIPES, **NEXT}
     if name in recipes:
         return command(name, settings={k: v if k == "tokenizer" else getattr(args, k) for k, v in recipes[name].items()})
     keys = [f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
@@ -405,19 +430,23 @@ SIDE_BY_SIDE = "trained side by side with the other shipped checkpoints on the s
 
 def main(names, note=None):
     """Train (or finish, after an interruption) and export each named checkpoint; `make pretrained`
-    runs the four side by side, one thread each, as the shipped ones were made."""
-    from ..training.trainer import SAVE_EVERY, STATE_FILE, pretrain
+    runs the tiny ones side by side, one thread each, then the mini ones, as the shipped ones were made.
+    An interrupted run continues where it stopped: from its run folder in runs/ where this machine has
+    one (exactly), else from the unfinished checkpoint that landed in checkpoints/ (its weights and step)."""
+    from ..training.trainer import SAVE_EVERY, STATE_FILE, pretrain, read_exported
     for name in names or RECIPES:
-        run = os.path.join("runs", name)
+        run, shipped = os.path.join("runs", name), path(name)
         resume = os.path.isfile(os.path.join(run, STATE_FILE))  # then continue it exactly where it stopped
-        print("$", command(name, run), "--resume" if resume else "", flush=True)
-        recipe = dict({**RECIPES, **IN_TRAINING}[name])
+        piece = not resume and os.path.isdir(shipped) and not read_exported(shipped).get("finished", True)
+        print("$", command(name, run), "--resume" if resume else f"--continue-from {shipped}" if piece else "",
+              flush=True)
+        recipe = dict({**RECIPES, **NEXT}[name])
         if "tokenizer" in recipe:  # another checkpoint's: every shipped checkpoint counts the same tokens
             from transformers import AutoTokenizer
-            recipe["tokenizer"] = None if resume else AutoTokenizer.from_pretrained(path(recipe["tokenizer"]))
+            recipe["tokenizer"] = None if resume or piece else AutoTokenizer.from_pretrained(path(recipe["tokenizer"]))
         pretrain(recipe.pop("objective"), recipe.pop("preset"), out=run, resume=resume, save_every=SAVE_EVERY,
-                 **recipe)
-        scores = export(run, path(name), note)
+                 continue_from=shipped if piece else None, **recipe)
+        scores = export(run, shipped, note)
         print(f"{name}: " + ", ".join(f"{k} {v:g}" for k, v in scores.items()), flush=True)
 
 
@@ -430,9 +459,9 @@ if __name__ == "__main__":
     parser.add_argument("--table", action="store_true", help="print the README's table of the shipped checkpoints")
     parser.add_argument("--side-by-side", action="store_true", help="say in the cards that the runs shared the cores")
     a = parser.parse_args()
-    unknown = [name for name in a.names if name not in RECIPES and name not in IN_TRAINING]
+    unknown = [name for name in a.names if name not in RECIPES and name not in NEXT]
     if unknown:
-        parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join(RECIPES)}")
+        parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join([*RECIPES, *NEXT])}")
     if a.table:
         print(table())
     else:

@@ -75,8 +75,11 @@ EVALUATION_SEED = 1234  # the held-out masks and pairs are drawn from this seed:
 
 
 @torch.no_grad()
-def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATION_SEED, mlm_probability=0.15):
-    """Held-out metrics. Masks come from a fixed seed, so two evaluations see the same masks."""
+def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATION_SEED, mlm_probability=0.15,
+             batches=None):
+    """Held-out metrics. Masks come from a fixed seed, so two evaluations see the same masks. `batches`:
+    a list that receives each batch's sums (a Counter: mlm_correct, mlm_n, clm_loss, ...), for an interval
+    that redraws whole batches, since the tokens of one block are not independent (bootstrap's groups)."""
     _, pair_task, mlm = check_objective(objective)
     pairs = pair_task is not None
     was_training = model.training
@@ -85,6 +88,7 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATI
     device = next(model.parameters()).device
     total = Counter()
     for i in range(0, len(examples), batch_size):
+        before = total.copy()
         batch = {k: v.to(device) for k, v in collator(examples[i:i + batch_size]).items()}
         inputs = model_inputs(objective, batch)
         if objective == "clm":  # scored below, once: the model need not compute its own loss as well
@@ -103,6 +107,8 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATI
             total[f"{pair_task}_loss"] += F.cross_entropy(logits.float(), labels, reduction="sum").item()
             total[f"{pair_task}_correct"] += (logits.argmax(-1) == labels).sum().item()
             total[f"{pair_task}_n"] += len(labels)
+        if batches is not None:
+            batches.append(Counter({k: v - before[k] for k, v in total.items()}))
     model.train(was_training)
     metrics = {}
     for task in ("mlm", "clm", "nsp", "sop"):

@@ -14,6 +14,7 @@ import errno
 import json
 import math
 import os
+import platform
 import time
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ BASE_LR, BASE_LR_WIDTH = 1e-3, 256  # the default peak learning rate, scaled dow
 MIN_POSITIONS = 512  # the position table covers at least BERT's 512 tokens, whatever max_length is
 WSD_DECAY = 0.2  # the share of the run over which the wsd schedule decays
 RESUMABLE = ("steps", "minutes", "eval_every", "bf16")  # what a resumed run may change: its budget, its reports
+REWARMUP = 200  # steps over which a run continued from exported weights (fresh optimizer) warms up again
 
 
 @dataclass
@@ -182,6 +184,20 @@ def avx512_kernels():
     return torch.backends.cpu.get_cpu_capability().startswith("AVX512") and not capped
 
 
+def machine(device=torch.device("cpu")):
+    """The processor (or GPU) a run trains on, in words, for its record and its model card."""
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)}, torch {torch.__version__.split('+')[0]}"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    native = "native bf16" if bf16_is_native(device) else "no native bf16"
+    return f"{cpu}, {os.cpu_count()} cores ({native}), torch {torch.__version__.split('+')[0]}"
+
+
 def resolve_bf16(requested, device, verbose=True):
     """bf16 where it is fast: by default where it is native; asked for where it is not, fp32 with a note."""
     native = bf16_is_native(device)
@@ -248,6 +264,9 @@ class Trainer:
         self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
         self.fresh_examples, self.orders, self.drawn = fresh_examples, {}, {}
         self.run_key, self.saved_step, self.documents_in_memory = None, 0, False
+        # Where each piece of the run trained (a run may be resumed, or continued on another machine from
+        # exported weights), and the step where a fresh optimizer began (None: the run's own, from step 0).
+        self.pieces, self.restart = [], None
 
     # ---- data: a deterministic stream of examples, each process taking its own slice of every step ----
     # Position i of the stream is example order(e)[i mod n] of epoch e = i // n. Sentence pairs are
@@ -302,8 +321,15 @@ class Trainer:
         started = time.perf_counter() - self.seconds
         running = None
         p = self.progress()
+        if p < 1:
+            how = "new" if self.step == 0 else "continued" if self.restart == self.step else "resumed"
+            self.pieces.append({"from": self.step, "to": self.step, "start": how, "machine": machine(self.device),
+                                "threads": torch.get_num_threads(), "bf16": self.bf16, "world_size": self.world,
+                                "seconds": 0.0})
         while p < 1:
             lr = learning_rate(args, p)
+            if self.restart is not None:  # Adam's moments start again from zero: warm up to the schedule again
+                lr *= min(1.0, (self.step - self.restart + 1) / REWARMUP)
             for group in self.optimizer.param_groups:
                 group["lr"] = lr
             batch = self.next_batch()
@@ -321,7 +347,9 @@ class Trainer:
             self.optimizer.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
-            self.seconds = time.perf_counter() - started
+            now = time.perf_counter() - started
+            self.pieces[-1]["to"], self.pieces[-1]["seconds"] = self.step, self.pieces[-1]["seconds"] + now - self.seconds
+            self.seconds = now
             p = self.progress()
             row = {"step": self.step, "seconds": round(self.seconds, 3), "lr": lr, "loss": loss}
             for part in ("mlm_loss", "nsp_loss"):
@@ -374,7 +402,7 @@ class Trainer:
                 state = {"args": dataclasses.asdict(self.args), "step": self.step, "seconds": self.seconds,
                          "world_size": self.world, "run_key": self.run_key, "finished": finished,
                          "documents_in_memory": self.documents_in_memory, "bf16": self.bf16,
-                         "threads": torch.get_num_threads(),
+                         "threads": torch.get_num_threads(), "pieces": self.pieces, "restart": self.restart,
                          "history": self.history, "evals": self.evals, "baselines": self.baselines}
                 with open(os.path.join(tmp, STATE_FILE), "w") as f:
                     json.dump(state, f)
@@ -397,6 +425,15 @@ class Trainer:
         self.step, self.seconds = state["step"], state["seconds"]
         self.saved_step = self.step
         self.history, self.evals, self.run_key = state["history"], state["evals"], state["run_key"]
+        self.pieces, self.restart = state.get("pieces", []), state.get("restart")
+
+    def continue_from(self, info):
+        """Start where an exported piece of this run stopped (its training_args.json: step, clock,
+        evaluations, pieces): the same data position (the step decides which examples come next), a fresh
+        optimizer warmed up again over REWARMUP steps, and new masks and dropout."""
+        self.step, self.seconds = info["steps"], 60 * info["minutes"]
+        self.saved_step, self.evals = 0, list(info["evals"])
+        self.pieces, self.restart = list(info.get("pieces") or []), self.step
 
 
 @contextlib.contextmanager
@@ -423,6 +460,21 @@ def read_state(path):
         return json.load(f)
 
 
+def read_exported(folder):
+    """An exported checkpoint's record of its run (training_args.json): settings, steps, clock, evaluations."""
+    file = os.path.join(folder, "training_args.json")
+    if not os.path.isfile(file):
+        raise ValueError(f"{os.fspath(folder)!r} is not an exported minibert checkpoint (no training_args.json): "
+                         "--continue-from takes a folder written by `python -m minibert export`")
+    try:
+        with open(file) as f:
+            info = json.load(f)
+        info["args"], info["steps"], info["minutes"], info["evals"]  # noqa: B018 -- each must be there
+    except (json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"{file!r} is damaged ({type(e).__name__}: {e}): it cannot say where its run stopped") from None
+    return info
+
+
 def prepare_data(args, corpus, tokenizer, fresh=False):
     """Split documents (held-out ones are never trained on), train a tokenizer if none is given, and
     build the examples of the objective for both sides. fresh=True adds a function epoch -> the
@@ -444,7 +496,8 @@ def prepare_data(args, corpus, tokenizer, fresh=False):
 
 
 def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=None, tokenizer=None, out=None,
-             resume=False, reuse=False, save_every=None, progress=True, verbose=True, callback=None, **kwargs):
+             resume=False, reuse=False, continue_from=None, save_every=None, progress=True, verbose=True,
+             callback=None, **kwargs):
     """Pretrain a model with one objective and return a PretrainResult.
 
     objective / preset: "mlm" and "tiny" for a new run; with resume, the run's own (say them only to check);
@@ -454,21 +507,27 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
         corpus); split by document into train and held-out;
     out: a folder for checkpoints (every save_every steps and at the end);
     resume: continue the run saved in `out` exactly where it stopped (steps/minutes may be raised);
-    reuse: if `out` holds a finished run with the same settings and code, load it instead of training.
+    reuse: if `out` holds a finished run with the same settings and code, load it instead of training;
+    continue_from: an exported checkpoint of an unfinished run (`export(..., unfinished=True)`, e.g. a
+        shipped folder trained in pieces): continue that run on this machine into `out`, from its weights
+        and its step, with a fresh optimizer (the exported folder holds none) warmed up over REWARMUP steps.
     Other keyword arguments are TrainArgs fields (steps, minutes, batch_size, lr, ...).
     """
-    if resume and reuse:
-        raise ValueError("choose resume (continue a run) or reuse (load a finished one), not both")
+    if sum(map(bool, (resume, reuse, continue_from))) > 1:
+        raise ValueError("choose one of resume (continue a run folder), reuse (load a finished one) and "
+                         "continue_from (continue an exported piece), not several")
+    if continue_from is not None and (model is not None or config is not None):
+        raise ValueError("continue_from trains the exported model itself: give no model or config")
     if out is None or int(os.environ.get("RANK", "0")) != 0:  # under torchrun, process 0 holds the folder
         return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
-                         progress, verbose, callback, kwargs)
+                         progress, verbose, callback, kwargs, continue_from)
     with training_lock(check_out(out, resume), wait=reuse):  # reuse waits for a run that is being trained
         return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
-                         progress, verbose, callback, kwargs)
+                         progress, verbose, callback, kwargs, continue_from)
 
 
 def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every, progress, verbose,
-              callback, kwargs):
+              callback, kwargs, continue_from=None):
     """pretrain's body, with `out` held by this process: weights and state are read from one save."""
     if isinstance(corpus, (str, os.PathLike)):  # a name or path: recorded, so `eval` can rebuild the data
         kwargs["corpus"], corpus = os.fspath(corpus), None
@@ -478,26 +537,31 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
         out = check_out(out, resume)  # before training: a run never ends unable to save
         if not reuse:  # reuse may only read: a class's shared cache, say
             check_writable(out)
-    if resume:
-        saved = read_state(out)["args"]
+    exported = read_exported(continue_from) if continue_from is not None else None
+    if resume or exported:
+        saved = read_state(out)["args"] if resume else exported["args"]
+        what = f"--resume continues {out!r}" if resume else f"--continue-from {os.fspath(continue_from)!r} continues its run"
         given = {**kwargs, **({"objective": objective} if objective else {}), **({"preset": preset} if preset else {})}
         changed = {k: v for k, v in given.items() if k not in RESUMABLE and saved.get(k) != v}
         if changed:
-            raise ValueError(f"--resume continues {out!r} as it was trained; it cannot change "
+            raise ValueError(f"{what} as it was trained; it cannot change "
                              + ", ".join(f"{k} ({saved.get(k)!r} -> {v!r})" for k, v in changed.items())
                              + f". A resume may change only {', '.join(RESUMABLE)}; start a new run in another folder "
                              "to change the rest")
         args = TrainArgs(**{**saved, **kwargs})
     else:
         args = TrainArgs(objective=objective or "mlm", preset=preset or "tiny", **kwargs)
-    if resume and tokenizer is None:  # the run's own vocabulary, saved beside its weights
+    if exported and args.steps is not None and args.steps <= exported["steps"]:
+        raise ValueError(f"{os.fspath(continue_from)!r} already holds {exported['steps']:,} steps of this run, "
+                         f"and its budget is {args.steps:,}: give a larger --steps to train it further")
+    if (resume or exported) and tokenizer is None:  # the run's own vocabulary, saved beside its weights
         from transformers import AutoTokenizer
-        tokenizer = AutoTokenizer.from_pretrained(out)
+        tokenizer = AutoTokenizer.from_pretrained(out if resume else continue_from)
     torch.manual_seed(args.seed)
     tokenizer, train_examples, heldout_examples, redraw = prepare_data(args, corpus, tokenizer, fresh=True)
     cls = model_class(args.objective)
-    if resume:
-        model = cls.from_pretrained(out)
+    if resume or exported:
+        model = cls.from_pretrained(out if resume else continue_from)  # exported bf16 weights load as float32
     elif model is None:
         dropout = {} if args.dropout is None else dict(hidden_dropout_prob=args.dropout,
                                                         attention_probs_dropout_prob=args.dropout)
@@ -509,7 +573,7 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     if model.config.vocab_size < len(tokenizer):
         raise ValueError(f"the model's vocab_size ({model.config.vocab_size}) is smaller than the tokenizer's "
                          f"({len(tokenizer)})")
-    key = None if resume else run_key(args, train_examples, model)
+    key = None if resume or exported else run_key(args, train_examples, model)
     if reuse and out and os.path.isfile(os.path.join(out, STATE_FILE)):
         saved = read_state(out)
         if saved["finished"] and saved["run_key"] == key:
@@ -522,6 +586,8 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     trainer.documents_in_memory = corpus is not None  # then `python -m minibert eval` cannot rebuild them
     if resume:
         trainer.restore(out)
+    if exported:
+        trainer.continue_from(exported)
     return trainer.train(callback)
 
 

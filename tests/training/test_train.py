@@ -218,7 +218,8 @@ def test_evaluate_scores_a_causal_lm_on_the_next_token_of_real_positions_only(sm
     model = minibert.BertForCausalLM(tiny_config(tok)).eval()
     examples = [e for e in minibert.make_lm_examples(docs[:5], tok, max_length=64)][:12]
     examples[0] = {**examples[0], "input_ids": examples[0]["input_ids"][:9]}  # a short block: padding in the batch
-    metrics = minibert.evaluate(model, "clm", examples, tok, batch_size=5)
+    batches = []
+    metrics = minibert.evaluate(model, "clm", examples, tok, batch_size=5, batches=batches)
     scores, right, n = [], 0, 0
     with torch.no_grad():
         for e in examples:  # one block at a time, no padding: position t predicts token t + 1
@@ -228,6 +229,9 @@ def test_evaluate_scores_a_causal_lm_on_the_next_token_of_real_positions_only(sm
             right += (logits.argmax(-1) == ids[1:]).sum().item()
             n += len(ids) - 1
     assert metrics["clm_loss"] == pytest.approx(sum(scores) / n, rel=1e-4)
+    # batch by batch (for intervals that redraw whole batches): blocks 0-4, 5-9, 10-11
+    assert [b["clm_n"] for b in batches] == [sum(len(e["input_ids"]) - 1 for e in examples[i:i + 5]) for i in (0, 5, 10)]
+    assert sum(b["clm_loss"] for b in batches) == pytest.approx(sum(scores), rel=1e-4)
     assert metrics["clm_accuracy"] == pytest.approx(right / n)
     assert metrics["clm_perplexity"] == pytest.approx(math.exp(sum(scores) / n), rel=1e-4)
 
