@@ -7,34 +7,39 @@ compute it once, the second waiting for the first and reading its result. An ent
 is computed again, with a one-line note; in a folder the user may not write, results are computed and
 not kept.
 
-The two file habits of every save in minibert live here too: `locked` (a shared or exclusive flock)
-and `share_like_any_file` (the permissions of the user's umask). This module imports nothing of
-minibert: every other part may use it.
+The two file habits of every save in minibert live here too: `locked` (a lock file, through the
+filelock library: the same on Linux, macOS and Windows) and `share_like_any_file` (the permissions of
+the user's umask). This module imports nothing of minibert: every other part may use it.
 """
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import tempfile
 
+from filelock import FileLock, Timeout
+
 
 @contextlib.contextmanager
-def locked(path, shared=False):
-    """Hold an flock on `path` (a folder, or a lock file created if missing): shared for readers,
-    exclusive for writers; waits for the other side. Without a way to open it (a read-only place with
-    no lock file yet) nothing can be written there either, so reading goes ahead unlocked."""
+def locked(lock_file, create=True):
+    """Hold `lock_file` (made if missing) against every other process, waiting while one holds it; within
+    one process a second hold of the same file nests. create=False: lock only where a writer has made the
+    lock file already (a reader, who should not leave files in a folder it only reads). Where the lock
+    file cannot be made (a read-only place) nothing can be written there either: go ahead unlocked."""
+    if not create and not os.path.exists(lock_file):
+        yield
+        return
+    lock = FileLock(lock_file, is_singleton=True)
     try:
-        fd = os.open(path, os.O_RDONLY | (0 if os.path.isdir(path) else os.O_CREAT), 0o666)
+        lock.acquire()
     except OSError:
         yield
         return
     try:
-        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        lock.release()
 
 
 def share_like_any_file(path):
@@ -102,25 +107,29 @@ def training_lock(path, wait=False):
     from one save; wait=True waits for it to finish instead. Where no lock file can be made (a read-only
     folder) nothing can be saved either, and training goes ahead unlocked."""
     parent, name = os.path.split(os.path.abspath(path))
-    lock = os.path.join(parent, f".{name}.training")
+    lock, holder_file = FileLock(os.path.join(parent, f".{name}.training")), os.path.join(parent, f".{name}.trainer")
     try:
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
-    except OSError:
+        lock.acquire(blocking=wait)
+    except Timeout:
+        try:
+            with open(holder_file) as f:
+                holder = f.read().strip() or "another process"
+        except OSError:
+            holder = "another process"
+        raise RunInUse(f"{path!r} is being trained by process {holder} on this machine: one process trains a "
+                       "run folder at a time. Wait for it to finish (then --resume, or read the run), or "
+                       "train into another folder") from None
+    except OSError:  # a read-only place: nothing can be saved there either
         yield
         return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
-        except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
-            raise RunInUse(f"{path!r} is being trained by process {holder} on this machine: one process trains a "
-                           "run folder at a time. Wait for it to finish (then --resume, or read the run), or "
-                           "train into another folder") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        with contextlib.suppress(OSError), open(holder_file, "w") as f:  # who holds it, for a second process
+            f.write(f"{os.getpid()}\n")
         yield
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        with contextlib.suppress(OSError):
+            os.remove(holder_file)
+        lock.release()
 
 
 def writable(folder):

@@ -7,7 +7,6 @@ replaces it in one rename, so a crash never leaves half a checkpoint behind.
 import contextlib
 import dataclasses
 import errno
-import fcntl
 import json
 import os
 import re
@@ -18,6 +17,8 @@ import warnings
 import torch
 from safetensors.torch import load_file, save_file
 
+from filelock import FileLock, Timeout
+
 from ..cache import locked, share_like_any_file
 from .config import as_minibert_config
 from .config import BertConfig
@@ -27,49 +28,64 @@ GENERATION_FILE = "generation_config.json"  # generate's default settings, besid
 BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")  # old checkpoints store these
 
 
-def parent_of(path):
-    return os.path.dirname(os.path.abspath(path))
+def swap_lock(path):
+    """The lock file beside a checkpoint folder that a save holds while it swaps the folder in, and a
+    reader while it reads, so that a reader never finds the folder missing between the save's two renames."""
+    parent, name = os.path.split(os.path.abspath(path))
+    return os.path.join(parent, f".{name}.swap")
+
+
+def in_use(tmp):
+    """The lock file that marks a save's temporary folder as being filled, so that another writer's
+    clean-up of interrupted saves leaves it alone."""
+    return tmp + ".filling"
 
 
 @contextlib.contextmanager
 def atomic_folder(path, carry_over=True):
     """Yield a temporary folder to fill; on success it replaces `path` whole. With carry_over, files of
-    an existing `path` that were not rewritten (a tokenizer, say) are kept, old weights are not. The swap
-    holds the parent folder's lock, which readers take too (`locked(parent, shared=True)`), so a reader
-    never finds the folder missing between the two renames."""
+    an existing `path` that were not rewritten (a tokenizer, say) are kept, old weights are not."""
     path = os.path.abspath(path)
     parent, name = os.path.split(path)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"cannot save a checkpoint folder at {path!r}: a file of that name is in the way; "
                          "choose another path or remove the file")
     os.makedirs(parent, exist_ok=True)
-    with locked(parent):
-        recover_interrupted_saves(parent, name)
-    tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
-    with locked(tmp):  # marks the temporary folder as in use: another writer's clean-up leaves it alone
-        try:
-            yield tmp
-            share_like_any_file(tmp)
-            with locked(parent):
-                if os.path.isdir(path):
-                    for entry in os.listdir(path) if carry_over else ():
-                        if entry in WEIGHT_FILES or os.path.exists(os.path.join(tmp, entry)):
-                            continue
-                        src, dst = os.path.join(path, entry), os.path.join(tmp, entry)
-                        shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy2(src, dst)
-                    old = tmp + ".old"
-                    os.rename(path, old)
-                    os.rename(tmp, path)
-                    shutil.rmtree(old)
-                else:
-                    os.rename(tmp, path)
-        except BaseException as e:
+    tmp = filling = None
+    try:
+        with locked(swap_lock(path)):  # the temporary folder and its mark are made together
+            recover_interrupted_saves(parent, name)
+            tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=".tmp", dir=parent)
+            filling = FileLock(in_use(tmp))
+            filling.acquire()
+        yield tmp
+        share_like_any_file(tmp)
+        with locked(swap_lock(path)):
+            if os.path.isdir(path):
+                for entry in os.listdir(path) if carry_over else ():
+                    if entry in WEIGHT_FILES or os.path.exists(os.path.join(tmp, entry)):
+                        continue
+                    src, dst = os.path.join(path, entry), os.path.join(tmp, entry)
+                    shutil.copytree(src, dst) if os.path.isdir(src) else shutil.copy2(src, dst)
+                old = tmp + ".old"
+                os.rename(path, old)
+                os.rename(tmp, path)
+                shutil.rmtree(old)
+            else:
+                os.rename(tmp, path)
+    except BaseException as e:
+        if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
-            if disk_full(e):
-                kept = "what was there before is intact" if os.path.isdir(path) else "nothing is left behind"
-                raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
-                                            "free some space and save again") from e
-            raise
+        if disk_full(e):
+            kept = "what was there before is intact" if os.path.isdir(path) else "nothing is left behind"
+            raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
+                                        "free some space and save again") from e
+        raise
+    finally:
+        if filling is not None:
+            filling.release()
+            with contextlib.suppress(OSError):
+                os.remove(in_use(tmp))
 
 
 def disk_full(error):
@@ -94,13 +110,14 @@ def recover_interrupted_saves(parent, name):
             warnings.warn(f"{os.path.join(parent, name)!r} was restored from {entry!r}: a save of it was "
                           "interrupted between its two renames", stacklevel=4)
             continue
-        fd = os.open(full, os.O_RDONLY)
+        filling = FileLock(in_use(full))
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # taken: nobody is filling it
-        except BlockingIOError:
+            filling.acquire(blocking=False)  # taken: nobody is filling it
+        except Timeout:
             continue
-        finally:
-            os.close(fd)
+        filling.release()
+        with contextlib.suppress(OSError):
+            os.remove(in_use(full))
         shutil.rmtree(full, ignore_errors=True)
 
 
@@ -237,7 +254,7 @@ def load_pretrained(cls, path, *, config=None, state_dict=None, dtype=None, torc
     if path is None:
         config, raw_state = dataclasses.replace(as_minibert_config(config), **config_overrides), dict(state_dict)
     else:
-        with locked(parent_of(path), shared=True):  # not while a save swaps the folder in
+        with locked(swap_lock(path), create=False):  # not while a save swaps the folder in
             if config is None:
                 config = read_config(path, **config_overrides)
             else:

@@ -14,6 +14,7 @@ The estimate is what training adds to what the process already holds (the model,
 docs/experiments.md ("Memory") compares it with the peak memory of real runs.
 """
 
+import psutil
 import torch
 
 from ..model.fast import writes_attention_out
@@ -41,18 +42,14 @@ def training_bytes(model, batch_size, max_length, scored_share=1.0, bf16=False, 
 
 
 def available_bytes(device):
-    """Memory this process may still take: free GPU memory, or on a CPU the smaller of the kernel's
-    MemAvailable and what the container's memory limit leaves. None where it cannot be told."""
+    """Memory this process may still take: free GPU memory, or on a CPU the smaller of the memory the
+    operating system says is available (psutil: Linux, macOS, Windows) and what a Linux container's memory
+    limit leaves. None where it cannot be told (an Apple GPU, whose memory is the machine's)."""
     if device.type == "cuda":
         return torch.cuda.mem_get_info(device)[0]
     if device.type != "cpu":
         return None
-    found = []
-    try:
-        with open("/proc/meminfo") as f:
-            found += [int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable:")]
-    except OSError:  # not Linux
-        pass
+    found = [psutil.virtual_memory().available]
     for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
                          ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
         try:

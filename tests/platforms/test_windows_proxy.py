@@ -1,0 +1,54 @@
+"""Windows, as far as a Linux machine can show it: the smoke tests (test_smoke.py) again, in a Python
+where minibert's own code cannot import the modules that Windows' Python does not have, and a scan for
+the POSIX-only functions of `os`. Libraries keep theirs (they have Windows code of their own)."""
+
+import os
+import subprocess
+import sys
+
+from helpers import ROOT
+
+# Imported by Python at start-up when its folder is on PYTHONPATH: an import statement of minibert's own
+# code (a module named minibert.*) that names a POSIX-only module fails as it does on Windows.
+SITECUSTOMIZE = '''
+import builtins
+POSIX_ONLY = {"fcntl", "resource", "pwd", "grp", "termios", "posix", "pty", "tty", "syslog"}
+real_import = builtins.__import__
+
+
+def windows_import(name, globals=None, locals=None, fromlist=(), level=0):
+    importer = (globals or {}).get("__name__") or ""
+    if level == 0 and name.split(".")[0] in POSIX_ONLY and importer.split(".")[0] == "minibert":
+        raise ModuleNotFoundError(f"No module named {name!r} ({importer} imported it: it is not on Windows)")
+    return real_import(name, globals, locals, fromlist, level)
+
+
+builtins.__import__ = windows_import
+'''
+POSIX_ONLY_OS = ("pread", "pwrite", "getuid", "geteuid", "getgid", "fchown", "getloadavg", "sched_getaffinity")
+
+
+def test_the_smoke_tests_pass_where_posix_only_modules_are_refused(tmp_path):
+    (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "MINIBERT_POSIX_REFUSED": "1",
+           "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          str(ROOT / "tests" / "platforms" / "test_smoke.py")], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "skipped" not in out.stdout
+
+
+def test_the_package_calls_no_posix_only_function_of_os():
+    """What the import guard above cannot see: os.pread and the like exist on Linux, not on Windows."""
+    import ast
+    found = []
+    for folder, _, files in os.walk(ROOT / "minibert"):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                    if (isinstance(node, ast.Attribute) and node.attr in POSIX_ONLY_OS
+                            and isinstance(node.value, ast.Name) and node.value.id == "os"):
+                        found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} os.{node.attr}")
+    assert not found, found
