@@ -13,52 +13,33 @@ export TOKENIZERS_PARALLELISM := false
 export MPLBACKEND := Agg
 export MINIBERT_CACHE ?= $(CURDIR)/.cache/minibert
 
-NOTEBOOKS := $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-
 .PHONY: install test course lab figures student site benchmark corpus pretrained clean
 
 install: $(STAMP)
 
-# torch==2.13.0 first and on its own, pinned: a bare `torch` (or a range admitting a newer release) takes
-# whatever is newest. Which build the pin gets depends on the machine: where pip is set up to find a CPU
-# wheel on disk (the course's build machines), that one; on macOS and Windows, PyPI's CPU build (111 and 122 MB);
-# on Linux, PyPI's CUDA build (527 MB, and about 2 GB more of CUDA libraries). On a Linux machine without a
-# GPU, take PyTorch's own CPU wheels (192 MB) instead:
+# make.py does the work of install, test, course and lab, so that Windows, without make, runs the same
+# steps (`python make.py test`). Installing: torch==2.13.0 first and on its own, pinned: a bare `torch` (or
+# a range admitting a newer release) takes whatever is newest. Which build the pin gets depends on the
+# machine: where pip is set up to find a CPU wheel on disk (the course's build machines), that one; on
+# macOS and Windows, PyPI's CPU build (111 and 122 MB); on Linux, PyPI's CUDA build (527 MB, and about 2 GB
+# more of CUDA libraries). On a Linux machine without a GPU, take PyTorch's own CPU wheels (192 MB) instead:
 #     make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
-# TORCH_INDEX is used only when set, so that the default install asks PyPI alone.
+# TORCH_INDEX is used only when set, so that the default install asks PyPI alone. PYTHON picks the Python
+# that makes .venv (3.11 or newer; make.py names an older one before installing anything).
 TORCH_INDEX ?=
 $(STAMP): pyproject.toml requirements.txt
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps -e .
-	touch $(STAMP)
+	TORCH_INDEX=$(TORCH_INDEX) $(PYTHON) make.py install
 
-# First the student versions, two kernels side by side: they train the course's runs into the cache, on
-# PyTorch's and oneDNN's AVX2 kernels, as on most students' laptops: no native bf16 there, so every live
-# run trains in fp32, and a lesson that holds only with bf16 (or only on AVX-512) fails here on any machine.
-# Then everything else on two workers (pytest-xdist), one thread each, with this machine's own kernels:
-# the notebooks read those runs from the cache (a run's cache key is its settings, not the precision it
-# happened to train in: docs/teaching.md) and train the rest themselves. Two-thread jobs side by side
-# would spin against each other on a 2-core machine. A notebook's cells stay together on one worker.
-THREADS := $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n > 3 ? n / 2 : 1 )))
-AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
+# The student versions first, on the AVX2 kernels of most laptops, then everything else on two workers:
+# make.py's `test` says why.
 test: $(STAMP)
-	status=0; \
-	$(AVX2) $(BIN)/python -m pytest tests/course/test_student_versions.py --durations=3 || status=1; \
-	OMP_NUM_THREADS=$(THREADS) $(BIN)/python -m pytest -n 2 --dist loadfile tests $(NOTEBOOKS) \
-		--ignore=tests/course/test_student_versions.py --nbval-lax --nbval-current-env --nbval-cell-timeout=300 \
-		--durations=15 || status=1; \
-	exit $$status
+	$(PYTHON) make.py test
 
-course: $(STAMP) figures
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace \
-		--ExecutePreprocessor.timeout=600 $(NOTEBOOKS)
+course: $(STAMP)
+	$(PYTHON) make.py course
 
-# As root (a container, a classroom image) Jupyter refuses to start unless told that it is on purpose.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(PYTHON) make.py lab
 
 figures: $(STAMP)
 	$(BIN)/python -m minibert.course.figures figures/
@@ -99,6 +80,7 @@ pretrained: corpus
 
 # The training step against transformers' in fp32 and bf16 at the benchmark's mini-like shape, then in fp32
 # on the AVX2 kernels (a laptop without AVX-512) at that shape and at the course's tiny one, one thread.
+AVX2 := ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/train_step.py
 	$(BIN)/python benchmarks/train_step.py --bf16 --vocab 8000
