@@ -181,7 +181,7 @@ def main():
         print("no CUDA device here: run this where torch.cuda.is_available(), or try it with --device cpu --quick")
         return 2
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else pretrained.machine()
-    bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported()
+    bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
     print(f"{name}; torch {torch.__version__}, transformers {transformers.__version__}, bf16 {'on' if bf16 else 'off'}")
     os.environ["MINIBERT_CACHE"] = tempfile.mkdtemp(prefix="minibert-gpu-check-")  # every run trains here
     train_step.DEVICE = device

@@ -34,7 +34,8 @@ def course_run(objective, corpus, tokenizer, **overrides):
     finished run with the same settings, data and code exists: notebooks needing the same model
     share it, and re-running a notebook takes seconds. Pass overrides to change any setting. Two
     processes asking for the same run at once (a class on one server) train it once: the second
-    waits for the first and loads its result."""
+    waits for the first and loads its result. The model comes back on the CPU, trained now or read from the
+    cache, where the notebooks make their tensors; the training itself takes a GPU where there is one."""
     check_objective(objective)
     settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
                        progress=False), **COURSE_RUNS[objective]}
@@ -46,10 +47,12 @@ def course_run(objective, corpus, tokenizer, **overrides):
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with locked(entry_lock(out)):
         try:
-            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
+            result = pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)
         except PermissionError:  # a read-only cache without this run: refused before training
             writable(os.path.dirname(out))  # says so
-            return pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
+            result = pretrain(objective, corpus=corpus, tokenizer=tokenizer, **settings)  # trained, not kept
+    result.model.cpu()
+    return result
 
 
 def say(text):

@@ -248,12 +248,13 @@ class BertPooler(nn.Module):
         return torch.tanh(self.dense(hidden_states[:, 0]))  # (B, C)
 
 
-def attention_bias(attention_mask, q_len, k_len, causal, dtype):
+def attention_bias(attention_mask, q_len, k_len, causal, dtype, device=None):
     """Additive attention bias, (B|1, 1, q_len, k_len): 0 where a query may look, a large negative
-    number where it may not (padding, and for a decoder the future). None when nothing is hidden."""
+    number where it may not (padding, and for a decoder the future). None when nothing is hidden.
+    device: where the hidden states are, for a causal bias without a padding mask."""
     keep = None if attention_mask is None else attention_mask[:, None, None, :].bool()  # (B, 1, 1, S)
     if causal and q_len > 1:
-        device = attention_mask.device if attention_mask is not None else None
+        device = attention_mask.device if attention_mask is not None else device
         future = torch.ones(q_len, k_len, dtype=torch.bool, device=device).tril(diagonal=k_len - q_len)
         keep = future if keep is None else keep & future
     if keep is None:
@@ -324,7 +325,7 @@ class BertModel(BertPreTrainedModel):
         # a decoder without padding or cache needs no bias: both attention paths hide the future themselves
         is_causal = cfg.is_decoder and not padded and past_length == 0 and not output_attentions
         bias = None if is_causal else attention_bias(attention_mask if padded else None, T, past_length + T,
-                                                     cfg.is_decoder, x.dtype)
+                                                     cfg.is_decoder, x.dtype, x.device)
         encoder_bias = None
         if encoder_attention_mask is not None:
             encoder_bias = attention_bias(encoder_attention_mask, T, encoder_attention_mask.shape[1], False, x.dtype)

@@ -69,7 +69,7 @@ class Dropout(nn.Dropout):
         if not self.training or self.p in (0.0, 1.0) or x.device.type != "cpu":
             return F.dropout(x, self.p, self.training)
         n = x.numel()
-        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64)
+        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=x.device)
         draws = draws.view(torch.int16)[:n].view(x.shape)  # uniform over -32768..32767
         keep = draws >= round(self.p * 2 ** 16) - 2 ** 15
         return x * keep.to(x.dtype).mul_(1 / (1 - self.p))

@@ -164,11 +164,11 @@ def model_class(objective):
 
 
 def bf16_is_native(device):
-    """Does this device multiply in bfloat16 natively? GPUs from Ampere on and CPUs with AVX-512 BF16 or
+    """Does this device multiply in bfloat16 natively? GPUs from Ampere on (compute capability 8) and CPUs with AVX-512 BF16 or
     AMX do, and bf16 roughly halves their step. Other CPUs (AVX2 only: most laptops) convert every
     product in software, and there a bf16 step is several times slower than a float32 one."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+    if device.type == "cuda":  # a T4 (Colab's free GPU) emulates bf16, slowly: not native
+        return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
         cpu = torch.cpu
         has = any(getattr(cpu, check, lambda: False)() for check in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
@@ -576,8 +576,8 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     key = None if resume or exported else run_key(args, train_examples, model)
     if reuse and out and os.path.isfile(os.path.join(out, STATE_FILE)):
         saved = read_state(out)
-        if saved["finished"] and saved["run_key"] == key:
-            return load_result(out, saved)
+        if saved["finished"] and saved["run_key"] == key:  # on the device it would have trained on, as if it had
+            return load_result(out, saved, device=setup_distributed()[2])
     if reuse and out:
         check_writable(out)  # it trains after all
     trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose,
@@ -633,12 +633,12 @@ def init_prior(model, objective, examples, tokenizer):
         model.cls.predictions.bias.copy_(counts.log() - counts.sum().log())
 
 
-def load_result(path, state=None):
-    """A finished run from its folder: the model, its tokenizer and everything it recorded."""
+def load_result(path, state=None, device="cpu"):
+    """A finished run from its folder: the model (on `device`), its tokenizer and everything it recorded."""
     from transformers import AutoTokenizer
     state = state or read_state(path)
     args = TrainArgs(**state["args"])
-    model = model_class(args.objective).from_pretrained(path)
+    model = model_class(args.objective).from_pretrained(path).to(device)
     return PretrainResult(model, AutoTokenizer.from_pretrained(path), state["history"], state["evals"],
                           state["baselines"], args)
 

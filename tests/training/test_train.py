@@ -309,3 +309,13 @@ def test_bf16_only_where_the_hardware_does_it(monkeypatch, capsys):
 def test_the_precision_a_run_used_is_recorded(small, tmp_path):
     run(small, "mlm", out=tmp_path / "run", bf16=False)
     assert minibert.training.trainer.read_state(tmp_path / "run")["bf16"] is False
+
+
+def test_a_gpu_that_only_emulates_bf16_trains_in_fp32(monkeypatch):
+    """A T4, Colab's free GPU, answers yes to torch.cuda.is_bf16_supported() because it can emulate bf16
+    (slowly); only a GPU that multiplies bf16 itself (Ampere and later) gets bf16 by default."""
+    from minibert.training import trainer
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    assert trainer.bf16_is_native(torch.device("cuda")) is False
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: True)  # an A100
+    assert trainer.bf16_is_native(torch.device("cuda")) is True
