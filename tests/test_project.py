@@ -15,10 +15,25 @@ def norm(name):
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def pyproject_requirements():
+INSTALLED_EXTRAS = ("notebooks", "course", "site", "test")  # what `make install` puts in .venv; not "classroom"
+
+
+def pyproject_requirements(extras=INSTALLED_EXTRAS):
+    """The package's dependencies and those of the extras that make installs, by name (without the
+    extras' references to one another)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = project["dependencies"] + project["optional-dependencies"]["course"]
-    return {norm(Requirement(r).name): Requirement(r) for r in reqs}
+    reqs = project["dependencies"] + [r for e in extras for r in project["optional-dependencies"][e]]
+    return {norm(Requirement(r).name): Requirement(r) for r in reqs if norm(Requirement(r).name) != "minibert-course"}
+
+
+def test_colab_installs_only_what_the_notebooks_need():
+    """A notebook's first cell on Colab installs the package with its "notebooks" extra: nothing of the
+    tests, the website or JupyterLab (Colab has its own)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    notebooks = {norm(Requirement(r).name) for r in project["optional-dependencies"]["notebooks"]}
+    assert notebooks == {"datasets", "accelerate"}
+    everything = set(pyproject_requirements(("notebooks",)))
+    assert not everything & {"pytest", "playwright", "jupyterlab", "nbval", "latex2mathml", "jupyterhub"}
 
 
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():

@@ -4,12 +4,13 @@
     python -m minibert.course site build/site         # static HTML of the executed notebooks (make site)
     python -m minibert.course prose [NOTEBOOK ...]    # words and quoted numbers of each lesson's prose
     python -m minibert.course robustness [SETTING ...] [--notebooks NN ...]   # every assertion's margin
+    python -m minibert.course colab                  # each notebook's first cell, from pyproject's address
 """
 
 import os
 import sys
 
-from .notebooks import build_site, notebook_paths, prose_report, write_student_versions
+from .notebooks import build_site, notebook_paths, prose_report, write_colab_cells, write_student_versions
 
 
 def main(argv=None):
@@ -20,6 +21,9 @@ def main(argv=None):
     if argv[:1] == ["robustness"]:
         from .robustness import main as robustness
         return robustness(argv[1:])
+    if argv == ["colab"]:
+        write_colab_cells()
+        return 0
     if argv[:1] == ["prose"]:
         print(prose_report(argv[1:] or notebook_paths()))
         return 0

@@ -72,6 +72,51 @@ def write_student_versions(src="notebooks", dst="build/student"):
     return written
 
 
+# ---- the first cell: the course on Google Colab ----
+
+COLAB_FOLDER = "/content/minibert"
+COLAB_CELL = """\
+# On Google Colab this cell fetches the course and installs its package; anywhere else it does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    if not os.path.isdir("{folder}"):
+        subprocess.run(["git", "clone", "--depth", "1", "{url}", "{folder}"], check=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "-e", "{folder}[notebooks]"], check=True)
+    sys.path.insert(0, "{folder}")  # importable now, not only after a restart
+    os.chdir("{folder}/notebooks")"""
+
+
+def repository_url():
+    """The repository's address, from the one place it is written: pyproject.toml's [project.urls]."""
+    from importlib.metadata import metadata
+    for entry in metadata("minibert-course").get_all("Project-URL") or []:
+        label, url = (part.strip() for part in entry.split(",", 1))
+        if label == "Repository":
+            return url
+    raise ValueError("pyproject.toml's [project.urls] names no Repository (reinstall the package after editing it)")
+
+
+def colab_cell():
+    """The source of every notebook's first cell."""
+    return COLAB_CELL.format(url=repository_url(), folder=COLAB_FOLDER)
+
+
+def write_colab_cells(src="notebooks"):
+    """Put colab_cell() first in every notebook, replacing an older one (after the address changed)."""
+    import nbformat
+    for path in notebook_paths(src):
+        nb = nbformat.read(path, as_version=4)
+        first = nb.cells[0] if nb.cells else None
+        if first is not None and first.cell_type == "code" and first.source.startswith(COLAB_CELL.split("\n")[0]):
+            first.source = colab_cell()
+        else:
+            nb.cells.insert(0, nbformat.v4.new_code_cell(colab_cell()))
+        nbformat.write(nb, path)
+
+
 # ---- the lessons' prose ----
 
 # A lesson is one sitting: at most WORD_BUDGET words of markdown before its exercises, the eleven

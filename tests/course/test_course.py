@@ -177,3 +177,42 @@ def test_the_robustness_command_refuses_a_misspelt_setting_or_notebook_before_ru
     with pytest.raises(SystemExit) as stop:
         robustness.main(["--help"])
     assert stop.value.code == 0 and "KIND-PRECISION-SEED" in capsys.readouterr().out
+
+
+def test_every_notebook_opens_with_the_colab_cell_made_from_the_one_repository_address():
+    import tomllib
+    from minibert.course.notebooks import colab_cell
+    url = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    assert url in colab_cell()
+    for path in NOTEBOOKS:
+        first = nbformat.read(path, as_version=4).cells[0]
+        assert first.cell_type == "code" and first.source == colab_cell(), f"{path}: `python -m minibert.course colab`"
+
+
+def test_the_colab_cell_fetches_and_installs_on_colab_only(tmp_path, monkeypatch):
+    """Off Colab it does nothing; on Colab (google.colab imported) it clones the repository once,
+    installs the package with the notebooks' extra only, and makes it importable from notebooks/."""
+    import subprocess
+    import sys
+    import types
+    from minibert.course.notebooks import COLAB_CELL
+    folder = tmp_path / "content" / "minibert"
+    cell = COLAB_CELL.format(url="https://example.org/minibert", folder=folder)
+    commands = []
+
+    def run(command, check=False):
+        commands.append(command)
+        if command[0] == "git":
+            (folder / "notebooks").mkdir(parents=True)
+    monkeypatch.setattr(subprocess, "run", run)
+    monkeypatch.chdir(tmp_path)
+    exec(cell, {})
+    assert commands == [] and os.getcwd() == str(tmp_path)  # not on Colab
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    exec(cell, {})
+    assert commands == [["git", "clone", "--depth", "1", "https://example.org/minibert", str(folder)],
+                        [sys.executable, "-m", "pip", "install", "--quiet", "-e", f"{folder}[notebooks]"]]
+    assert os.getcwd() == str(folder / "notebooks") and sys.path[0] == str(folder)
+    exec(cell, {})  # run again (a second notebook): nothing fetched again
+    assert len(commands) == 2
