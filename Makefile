@@ -44,7 +44,7 @@ lab: $(STAMP)
 figures: $(STAMP)
 	$(BIN)/python -m minibert.course.figures figures/
 
-# Exercises without solutions, for handing out (nbgrader can also use notebooks/ directly).
+# Exercises without solutions, for handing out.
 student: $(STAMP)
 	$(BIN)/python -m minibert.course student build/student
 

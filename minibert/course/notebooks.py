@@ -1,9 +1,10 @@
 """What `make` does with the notebooks: student versions, the lessons' prose budgets, the website.
 
 The notebooks in notebooks/ are the solution versions. Each exercise's solution sits between
-`### BEGIN SOLUTION` and `### END SOLUTION` (nbgrader's convention, so nbgrader can use them as they
-are); the student version replaces each such region with a `raise NotImplementedError` stub, clears
-every output, and keeps the check calls, which then report "not done yet".
+`### BEGIN SOLUTION` and `### END SOLUTION` (the markers nbgrader uses; nbgrader also needs its own
+cell metadata, which these notebooks do not carry); the student version replaces each such region with a
+`raise NotImplementedError` stub, clears every output, and keeps the check calls, which then report
+"not done yet".
 """
 
 import glob
