@@ -46,3 +46,19 @@ def test_the_command_line_refuses_a_batch_no_machine_holds_before_training(tmp_p
     assert refused.returncode != 0
     assert "not enough memory" in refused.stderr and "of at most" in refused.stderr, refused.stderr[-2000:]
     assert "Traceback" not in refused.stderr  # a sentence, not a crash
+
+
+def test_the_guard_knows_the_memory_where_there_is_no_proc_file(monkeypatch):
+    """On a Mac or on Windows there is no /proc/meminfo and no cgroup: the free memory comes from psutil,
+    so the guard still refuses a run too large for the machine."""
+    import builtins
+    import collections
+    real_open = builtins.open
+
+    def no_linux_files(path, *args, **kwargs):
+        if str(path).startswith(("/proc", "/sys")):
+            raise FileNotFoundError(path)
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr(builtins, "open", no_linux_files)
+    monkeypatch.setattr(memory.psutil, "virtual_memory", lambda: collections.namedtuple("Memory", "available")(3e9))
+    assert memory.available_bytes(torch.device("cpu")) == 3e9
