@@ -112,7 +112,7 @@ def training_lock(path, wait=False):
         lock.acquire(blocking=wait)
     except Timeout:
         try:
-            with open(holder_file) as f:
+            with open(holder_file, encoding="utf-8") as f:
                 holder = f.read().strip() or "another process"
         except OSError:
             holder = "another process"
@@ -123,7 +123,7 @@ def training_lock(path, wait=False):
         yield
         return
     try:
-        with contextlib.suppress(OSError), open(holder_file, "w") as f:  # who holds it, for a second process
+        with contextlib.suppress(OSError), open(holder_file, "w", encoding="utf-8") as f:  # for a second process
             f.write(f"{os.getpid()}\n")
         yield
     finally:

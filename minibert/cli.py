@@ -103,7 +103,7 @@ def trained_as(folder):
     """The architecture a checkpoint's config.json names (BertForPreTraining, BertLMHeadModel, ...)."""
     from .model.hub import read_config
     read_config(folder)  # a missing or broken config.json is named here
-    with open(os.path.join(folder, "config.json")) as f:
+    with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
         return (json.load(f).get("architectures") or ["an unnamed architecture"])[0]
 
 
@@ -148,7 +148,7 @@ def pair_task_of(folder):
     for name in (STATE_FILE, "training_args.json"):  # a run folder, an exported checkpoint
         file = os.path.join(folder, name)
         if os.path.isfile(file):
-            with open(file) as f:
+            with open(file, encoding="utf-8") as f:
                 args = json.load(f).get("args", {})
             return "sop" if "sop" in str(args.get("objective", "")) else "nsp"
     return "nsp"

@@ -244,7 +244,7 @@ def generate(outdir, names=None, course=None, verbose=False):
         paths.append(path)
         if name in RECORDED_RUNS:
             record_path = os.path.join(outdir, RECORDED_RUNS[name])
-            with open(record_path, "w") as f:  # one row of the run a line
+            with open(record_path, "w", encoding="utf-8") as f:  # one row of the run a line
                 f.write(json.dumps(course.record).replace("}, {", "},\n{") + "\n")
             paths.append(record_path)
         if verbose:

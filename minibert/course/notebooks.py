@@ -241,11 +241,11 @@ def run_facts(checkpoints, runs):
         file = os.path.join(folder, "training_args.json")
         if not os.path.isfile(file):
             continue
-        with open(file) as f:
+        with open(file, encoding="utf-8") as f:
             info = json.load(f)
         for value in [*info["args"].values(), info["steps"], info["minutes"]]:
             add(value)
-        with open(os.path.join(folder, "README.md")) as f:
+        with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
             facts.update(number_value(n) for n in DECIMAL.findall(f.read()))
     for settings in runs.values():
         for value in settings.values():

@@ -80,7 +80,7 @@ def load_args(folder):
     file = os.path.join(folder, "training_args.json")
     if not os.path.isfile(file):
         raise ValueError(f"{folder!r} has no training_args.json: it is not an exported minibert checkpoint")
-    with open(file) as f:
+    with open(file, encoding="utf-8") as f:
         return TrainArgs(**json.load(f)["args"])
 
 
@@ -213,7 +213,7 @@ def export(run, dest, note=None, unfinished=False):
                 "minutes": round(state["seconds"] / 60, 1), "machine": pieces[-1]["machine"], "bf16": state.get("bf16"),
                 "threads": state.get("threads"), "note": note, "pieces": pieces,
                 "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
-        with open(os.path.join(tmp, "training_args.json"), "w") as f:
+        with open(os.path.join(tmp, "training_args.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         scores = score(tmp)
         blank_rows = texts = None
@@ -223,9 +223,9 @@ def export(run, dest, note=None, unfinished=False):
         if TASKS[result.args.objective] == "text-generation":
             texts = continuations(tmp)
         scores = {k: round(v, 2) if isinstance(v, float) else v for k, v in scores.items()}
-        with open(os.path.join(tmp, "eval_results.json"), "w") as f:
+        with open(os.path.join(tmp, "eval_results.json"), "w", encoding="utf-8") as f:
             json.dump(scores, f, indent=2)
-        with open(os.path.join(tmp, "README.md"), "w") as f:
+        with open(os.path.join(tmp, "README.md"), "w", encoding="utf-8") as f:
             f.write(card(name, result.args, info, scores, blank_rows, texts, result.model.num_parameters(),
                          os.path.getsize(os.path.join(tmp, "model.safetensors"))))
     return scores
@@ -392,7 +392,7 @@ def command_of(name, args, info):
 def card_scores(folder):
     """The scores a checkpoint's card states: {metric key: value}, from its YAML header."""
     import yaml
-    with open(os.path.join(folder, "README.md")) as f:
+    with open(os.path.join(folder, "README.md"), encoding="utf-8") as f:
         text = f.read()
     if not text.startswith("---\n"):
         raise ValueError(f"{folder!r}: README.md has no YAML header with the scores")
@@ -406,10 +406,10 @@ def table():
             "| size (folder) |", "|---|---|---|---|---|---|---|"]
     for name in RECIPES:
         folder = path(name)
-        with open(os.path.join(folder, "training_args.json")) as f:
+        with open(os.path.join(folder, "training_args.json"), encoding="utf-8") as f:
             info = json.load(f)
         s = card_scores(folder)
-        base = json.load(open(os.path.join(folder, "eval_results.json")))
+        base = json.load(open(os.path.join(folder, "eval_results.json"), encoding="utf-8"))
         parts = []
         if "mlm_accuracy" in s:
             parts.append(f"masked-token accuracy {s['mlm_accuracy']:.1f}% ({base['mlm_most_frequent_token_accuracy']:.1f}%)")
@@ -420,7 +420,8 @@ def table():
             parts.append(f"perplexity {s['clm_perplexity']:.1f} ({base['clm_unigram_perplexity']:.0f})")
         blanks = f"{s['blanks_top1']:.0f}% / {s['blanks_top5']:.0f}%" if "blanks_top5" in s else "-"
         size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 1e6
-        rows.append(f"| `{name}` | {info['args']['objective']} | {info['steps']:,} | {info['minutes']:g} | "
+        steps = f"{info['steps']:,}" if info.get("finished", True) else f"{info['steps']:,} of {info['args']['steps']:,} (in training)"
+        rows.append(f"| `{name}` | {info['args']['objective']} | {steps} | {info['minutes']:g} | "
                     f"{'; '.join(parts)} | {blanks} | {size:.1f} MB |")
     return "\n".join(rows)
 

@@ -76,7 +76,7 @@ _trainer.split_corpus = lambda documents, heldout=0.1, seed=0: _split_corpus(doc
 if {fp32}:
     _trainer.bf16_is_native = lambda device: False
 def _robustness_record(text, kind, *values):
-    with open({log!r}, "a") as f:
+    with open({log!r}, "a", encoding="utf-8") as f:
         f.write(_json.dumps(_robustness.measure(text, kind, *values)) + "\\n")
 get_ipython().ast_transformers.append(_robustness.RecordAsserts())
 """
@@ -157,11 +157,11 @@ def main(argv):
         cache = os.path.join(folder, "cache", setting)
         for path in paths:
             name = os.path.basename(path)[:2]
-            mark = len(open(log).readlines()) if os.path.exists(log) else 0
+            mark = len(open(log, encoding="utf-8").readlines()) if os.path.exists(log) else 0
             seconds, errors = run_notebook(path, setting, log, cache)
-            with open(log) as f:
+            with open(log, encoding="utf-8") as f:
                 rows = [json.loads(line) for line in f][mark:]
-            with open(log, "r+") as f:  # tag this notebook's records with its name and time
+            with open(log, "r+", encoding="utf-8") as f:  # tag this notebook's records with its name and time
                 lines = f.readlines()
                 f.seek(0)
                 f.writelines(lines[:mark] + [json.dumps({**r, "notebook": name, "setting": setting, "seconds": seconds}) + "\n"
@@ -185,7 +185,7 @@ def table(folder):
     rows = {}
     for name in sorted(os.listdir(folder)):
         if name.endswith(".jsonl"):
-            with open(os.path.join(folder, name)) as f:
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
                 for line in f:
                     r = json.loads(line)
                     if "notebook" in r:  # a notebook still running has not tagged its records yet

@@ -155,7 +155,7 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path, **overrides):
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             return cls.from_dict(json.load(f), **overrides)
 
     @property
@@ -197,7 +197,7 @@ class BertConfig:
 
     def save(self, folder, architecture):
         d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}  # the weights are float32
-        with open(os.path.join(folder, "config.json"), "w") as f:
+        with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
             json.dump(d, f, indent=2, sort_keys=True)
 
 

@@ -15,7 +15,7 @@ import tempfile
 import warnings
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load, save_file
 
 from filelock import FileLock, Timeout
 
@@ -70,7 +70,9 @@ def atomic_folder(path, carry_over=True):
                 old = tmp + ".old"
                 os.rename(path, old)
                 os.rename(tmp, path)
-                shutil.rmtree(old)
+                # Windows deletes no file that another process holds open (a reader of the old
+                # checkpoint): what remains is removed by the next save's recover_interrupted_saves
+                shutil.rmtree(old, ignore_errors=True)
             else:
                 os.rename(tmp, path)
     except BaseException as e:
@@ -171,7 +173,7 @@ def read_config(path, **overrides):
     if not os.path.isfile(config_file):
         raise ValueError(f"{path!r} has no config.json: it is not a transformers/minibert checkpoint folder")
     try:
-        with open(config_file) as f:
+        with open(config_file, encoding="utf-8") as f:
             raw = json.load(f)
     except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
         raise damaged(config_file, f"it is not valid JSON ({e})") from e
@@ -197,8 +199,9 @@ def read_state_dict(path):
         raise ValueError(f"{path!r} has a config.json but no weights ({' or '.join(WEIGHT_FILES)})")
     file = present[0]  # model.safetensors when both are there
     try:
-        if file.endswith(".safetensors"):
-            state = load_file(file)
+        if file.endswith(".safetensors"):  # read whole and closed, not mapped: on Windows a file still mapped
+            with open(file, "rb") as f:     # by a reader keeps the next save from replacing its folder
+                state = load(f.read())
         else:
             state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors, zip and pickle each fail in their own way on a file cut short

@@ -53,7 +53,7 @@ def available_bytes(device):
     for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
                          ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
         try:
-            with open(limit) as f, open(usage) as g:
+            with open(limit, encoding="utf-8") as f, open(usage, encoding="utf-8") as g:
                 found.append(int(f.read()) - int(g.read()))
         except (OSError, ValueError):  # no such limit, or "max": none
             pass

@@ -190,7 +190,7 @@ def machine(device=torch.device("cpu")):
         return f"{torch.cuda.get_device_name(device)}, torch {torch.__version__.split('+')[0]}"
     cpu = platform.processor() or platform.machine()
     try:
-        with open("/proc/cpuinfo") as f:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
@@ -404,14 +404,14 @@ class Trainer:
                          "documents_in_memory": self.documents_in_memory, "bf16": self.bf16,
                          "threads": torch.get_num_threads(), "pieces": self.pieces, "restart": self.restart,
                          "history": self.history, "evals": self.evals, "baselines": self.baselines}
-                with open(os.path.join(tmp, STATE_FILE), "w") as f:
+                with open(os.path.join(tmp, STATE_FILE), "w", encoding="utf-8") as f:
                     json.dump(state, f)
         self.saved_step = self.step
         if self.world > 1:
             dist.barrier()
 
     def restore(self, path):
-        with open(os.path.join(path, STATE_FILE)) as f:
+        with open(os.path.join(path, STATE_FILE), encoding="utf-8") as f:
             state = json.load(f)
         if state["world_size"] != self.world:
             raise ValueError(f"{path!r} was saved by {state['world_size']} processes; resume it with as many "
@@ -456,7 +456,7 @@ def read_state(path):
     if not os.path.isfile(file):
         raise ValueError(f"{path!r} is not a minibert training run (no {STATE_FILE}); "
                          "train one with `python -m minibert pretrain --out DIR`")
-    with open(file) as f:
+    with open(file, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -467,7 +467,7 @@ def read_exported(folder):
         raise ValueError(f"{os.fspath(folder)!r} is not an exported minibert checkpoint (no training_args.json): "
                          "--continue-from takes a folder written by `python -m minibert export`")
     try:
-        with open(file) as f:
+        with open(file, encoding="utf-8") as f:
             info = json.load(f)
         info["args"], info["steps"], info["minutes"], info["evals"]  # noqa: B018 -- each must be there
     except (json.JSONDecodeError, KeyError, TypeError) as e:

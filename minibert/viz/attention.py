@@ -243,6 +243,6 @@ def save_bertviz_json(path, attentions, tokens, batch=0, sentence_b_start=None):
     """The same as plain JSON lists, to load elsewhere: torch.tensor(data["attention"][layer])."""
     data = to_bertviz(attentions, tokens, batch, sentence_b_start)
     data["attention"] = [a.tolist() for a in data["attention"]]
-    with open(path, "w") as f:
+    with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f)
     return path

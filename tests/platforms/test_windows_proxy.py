@@ -52,3 +52,23 @@ def test_the_package_calls_no_posix_only_function_of_os():
                             and isinstance(node.value, ast.Name) and node.value.id == "os"):
                         found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} os.{node.attr}")
     assert not found, found
+
+
+def test_the_package_names_the_encoding_of_every_text_file_it_opens():
+    """Windows' Python reads and writes text in the machine's code page (cp1252 in Western Europe) unless
+    told otherwise: a card or a corpus with a character outside it would fail there, or be misread."""
+    import ast
+    found = []
+    for folder, _, files in os.walk(ROOT / "minibert"):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"):
+                        continue
+                    mode = node.args[1] if len(node.args) > 1 else next(
+                        (k.value for k in node.keywords if k.arg == "mode"), None)
+                    binary = isinstance(mode, ast.Constant) and "b" in str(mode.value)
+                    if not binary and not any(k.arg == "encoding" for k in node.keywords):
+                        found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+    assert not found, found

@@ -20,7 +20,7 @@ SETTINGS = dict(objective="mlm+nsp", preset="tiny", steps=10, batch_size=8, max_
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory, corpus):
     path = tmp_path_factory.mktemp("text") / "corpus.txt"
-    path.write_text("\n\n".join("\n".join(doc) for doc in corpus[:40]) + "\n")
+    path.write_text("\n\n".join("\n".join(doc) for doc in corpus[:40]) + "\n", encoding="utf-8")
     return str(path)
 
 
