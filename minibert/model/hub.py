@@ -202,6 +202,7 @@ def read_state_dict(path):
         if file.endswith(".safetensors"):  # read whole and closed, not mapped: on Windows a file still mapped
             with open(file, "rb") as f:     # by a reader keeps the next save from replacing its folder
                 state = load(f.read())
+            state = {k: state[k] for k in sorted(state)}  # in name order, as safetensors' load_file gives them
         else:
             state = torch.load(file, map_location="cpu", weights_only=True)
     except Exception as e:  # safetensors, zip and pickle each fail in their own way on a file cut short

@@ -5,9 +5,9 @@ use the command line, and check an exercise. The same file runs in three places:
 - in the suite, on this machine (Linux);
 - in the suite again with the POSIX-only modules unimportable for minibert's own code, as on Windows
   (test_windows_proxy.py);
-- under a real Windows Python (Wine):  PYTHONPATH=$PWD ROOT/wpy -m pytest tests/platforms/test_smoke.py
-  (docs/platforms.md). Nothing here provokes an error inside torch on purpose: after torch raises a C++
-  exception, Wine itself crashes on the next allocation.
+- under a real Windows Python, which a Linux machine runs with Wine (docs/teaching.md, "Windows from a
+  Linux machine"). Nothing here provokes an error inside torch on purpose: after torch raises a C++
+  exception that Python catches, Wine itself crashes at the next allocation.
 """
 
 import json
