@@ -182,14 +182,15 @@ def test_a_course_run_watched_by_a_callback_is_reused(small, tmp_path, monkeypat
 @pytest.mark.slow
 def test_a_run_folder_is_trained_by_one_process_at_a_time(small, tmp_path):
     """A second training of a folder, fresh or --resume, started while the first still trains and saves,
-    is refused with the first one's process id: it can never pair one save's weights with another's state."""
+    is refused with the first one's process id: it can never pair one save's weights with another's state.
+    Also where the folder's parent did not exist when the first one started (its lock needs the parent)."""
     import subprocess
     import sys
     import time
     docs, _ = small
     text = tmp_path / "corpus.txt"
     text.write_text("\n\n".join("\n".join(doc) for doc in docs))
-    out = tmp_path / "run"
+    out = tmp_path / "new-folder" / "run"
     command = [sys.executable, "-m", "minibert", "pretrain", "--objective", "mlm", "--preset", "tiny", "--corpus",
                str(text), "--vocab-size", "1500", "--batch-size", "8", "--max-length", "32", "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
