@@ -62,11 +62,11 @@ TRAINING_CODE = ("values.py", "model/config.py", "model/bert.py", "model/heads.p
 
 
 def fingerprint(*parts, code=(), files=(), blobs=()):
-    """The one rule for naming a cached result: a hash of all that decides it. parts: JSON-able settings
-    and data; code: file names of minibert modules whose source decides it (TRAINING_CODE for a
+    """The one rule for naming a cached result: a hash of all that decides it. parts: settings and data
+    (plain_data); code: file names of minibert modules whose source decides it (TRAINING_CODE for a
     trained model); files: paths whose bytes decide it (a checkpoint's weights); blobs: bytes (initial
     weights). A change to any of them gives another name, so an old result is never read for a new one."""
-    h = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
+    h = hashlib.sha256(json.dumps(plain_data(parts), sort_keys=True).encode())
     here = os.path.dirname(os.path.abspath(__file__))
     for path in [*(os.path.join(here, name) for name in code), *files]:
         with open(path, "rb") as f:
@@ -74,6 +74,28 @@ def fingerprint(*parts, code=(), files=(), blobs=()):
     for blob in blobs:
         h.update(blob)
     return h.hexdigest()[:20]
+
+
+def plain_data(value):
+    """value as JSON, exactly: numbers, strings, booleans, None, and lists, tuples and dicts of them; a
+    tensor or array by a hash of its contents. Anything else is refused: its text would not be exact (a set
+    is written in another order in every process, a large tensor's text leaves out its middle)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [plain_data(v) for v in value]
+    if isinstance(value, dict):
+        bad = [k for k in value if not isinstance(k, (str, int, float, bool)) and k is not None]
+        if bad:
+            raise TypeError(f"a cache key's dict keys must be strings or numbers, not {type(bad[0]).__name__}")
+        return {str(k): plain_data(v) for k, v in value.items()}
+    if hasattr(value, "numpy") or type(value).__name__ == "ndarray":  # a torch tensor, or a numpy array
+        import numpy
+        array = numpy.ascontiguousarray(value.detach().cpu().numpy() if hasattr(value, "detach") else value)
+        return {"array": hashlib.sha256(array.tobytes()).hexdigest(), "dtype": str(array.dtype),
+                "shape": list(array.shape)}
+    raise TypeError(f"a cache key holds a {type(value).__name__}, which has no exact text: give its contents as "
+                    "numbers, strings, lists or dicts (a set as a sorted list, an object as its settings)")
 
 
 def cache_dir():

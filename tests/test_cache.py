@@ -234,3 +234,21 @@ def test_one_fingerprint_names_a_result_by_all_that_decides_it(tmp_path, monkeyp
     weights.write_bytes(b"\x01" * 8)  # other weights
     changed.append(cache.fingerprint({"steps": 10}, [[2, 5, 3]], code=("train.py",), files=[weights], blobs=[b"init"]))
     assert key not in changed and len(set(changed)) == len(changed)
+
+
+def test_a_cache_key_is_exact_or_refused():
+    """The key of a cached result must change with anything that decides it: a tensor changed in its
+    middle (whose printed text hides the middle) gives another key; a set, whose text has another order
+    in every process, is refused; plain settings keep the key they always had."""
+    import hashlib
+    import json
+    from minibert.cache import fingerprint
+    a = torch.zeros(10_000)
+    b = a.clone()
+    b[5_000] = 1.0
+    assert str(a) == str(b) and fingerprint(a) != fingerprint(b)
+    assert fingerprint({"steps": 3, "lr": 1e-3}) == fingerprint({"lr": 1e-3, "steps": 3})
+    settings = {"objective": "mlm", "steps": 200, "lr": None, "pairs": [("a", "b")]}
+    assert fingerprint(settings) == hashlib.sha256(json.dumps([settings], sort_keys=True).encode()).hexdigest()[:20]
+    with pytest.raises(TypeError, match="holds a set, which has no exact text"):
+        fingerprint({"tokens": {"a", "b"}})
