@@ -175,32 +175,59 @@ def atomic_file(path):
             os.remove(tmp)
 
 
+ENTRY_HEADER = b"minibert cache entry, sha256 "  # then the digest of what follows the line, then torch.save's bytes
+
+
+def write_entry(path, digest, value):
+    """An entry file whole or not at all: a first line with the sha256 of the rest, then {key, value} as
+    torch.save writes it, which must load back as plain data (what torch.load reads safely)."""
+    import io
+    import torch
+    buffer = io.BytesIO()
+    try:
+        torch.save({"key": digest, "value": value}, buffer)
+        torch.load(io.BytesIO(buffer.getvalue()))  # what the next run will do: only plain data loads safely
+    except Exception as e:
+        raise ValueError(f"cached({os.path.basename(path)[:-3]!r}) can keep tensors, numbers, strings, and lists, "
+                         f"tuples and dicts of them; the value computed holds something else ({e})") from None
+    payload = buffer.getvalue()
+    with atomic_file(path) as tmp, open(tmp, "wb") as f:
+        f.write(ENTRY_HEADER + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+
+
+def read_entry(path):
+    """{key, value} of an entry file, or ValueError if its bytes are not the ones written (cut short, or
+    changed: torch.load alone would serve a changed tensor as if whole)."""
+    import io
+    import torch
+    with open(path, "rb") as f:
+        header, _, payload = f.read().partition(b"\n")
+    if not header.startswith(ENTRY_HEADER) or header[len(ENTRY_HEADER):].decode(errors="replace") != \
+            hashlib.sha256(payload).hexdigest():
+        raise ValueError("its bytes are not the ones written")
+    return torch.load(io.BytesIO(payload))
+
+
 def cached(name, key, compute, folder="runs"):
     """compute() once, then its result from the cache: name is a file name inside `folder` of the
-    cache, key anything JSON-able that decides the result (settings, data, a fingerprint of the code and
-    the starting weights). A different key computes it again. The result may hold tensors, numbers, strings, and lists, tuples
-    and dicts of them: what loads back safely."""
-    import torch
+    cache, key anything that decides the result (plain_data: settings, data, a fingerprint of the code and
+    the starting weights). A different key computes it again. The result may hold tensors, numbers,
+    strings, and lists, tuples and dicts of them: what loads back safely."""
     path = os.path.join(cache_dir(), folder, name + ".pt")
     digest = fingerprint(key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with locked(entry_lock(path)):
         if os.path.exists(path):
             try:
-                saved = torch.load(path)
-            except Exception as e:  # a file cut short, or written by another version
-                print(f"note: the cache entry {path} could not be read ({type(e).__name__}); computing it again")
+                saved = read_entry(path)
+            except Exception as e:  # a file cut short or changed, or written by another version
+                print(f"note: the cache entry {path} could not be read ({type(e).__name__}: {str(e)[:80]}); "
+                      "computing it again")
             else:
                 if isinstance(saved, dict) and saved.get("key") == digest:
                     return saved["value"]
         value = compute()
         if not writable(os.path.dirname(path)):
             return value
-        with atomic_file(path) as tmp:
-            try:
-                torch.save({"key": digest, "value": value}, tmp)
-                torch.load(tmp)  # what the next run will do: only plain data loads safely
-            except Exception as e:
-                raise ValueError(f"cached({name!r}) can keep tensors, numbers, strings, and lists, tuples and "
-                                 f"dicts of them; the value computed holds something else ({e})") from None
+        write_entry(path, digest, value)
     return value
