@@ -261,8 +261,10 @@ def test_a_cache_entry_whose_bytes_changed_is_computed_again(tmp_path, monkeypat
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
     assert torch.equal(cached("entry", 1, lambda: torch.zeros(1000)), torch.zeros(1000))
     path = run_dir("entry") + ".pt"
-    data = bytearray(open(path, "rb").read())
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
     data[len(data) // 2] ^= 0xFF  # inside the tensor's bytes
-    open(path, "wb").write(bytes(data))
+    with open(path, "wb") as f:
+        f.write(bytes(data))
     assert torch.equal(cached("entry", 1, lambda: torch.ones(1000)), torch.ones(1000))  # computed again
     assert f"the cache entry {path} could not be read" in capsys.readouterr().out
