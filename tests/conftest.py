@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # `from helpers 
 import pytest  # noqa: E402
 
 import minibert  # noqa: E402
-from helpers import CONFIGS  # noqa: E402
+from helpers import CONFIGS, NOTEBOOK_SECONDS  # noqa: E402
 
 
 @pytest.fixture
@@ -35,3 +35,10 @@ def course():
     """The course's tokenizer and documents, as the figures use them."""
     from minibert.course import figures
     return figures.Course()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    seconds = config.stash.get(NOTEBOOK_SECONDS, None)
+    if seconds:  # the student versions ran: how long each took, the slowest first
+        terminalreporter.write_sep("-", "student versions, wall time of each notebook (two kernels side by side)")
+        terminalreporter.write_line(", ".join(f"{n} {s:.0f} s" for n, s in sorted(seconds.items(), key=lambda x: -x[1])))

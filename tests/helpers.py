@@ -5,6 +5,7 @@ Tests in every folder import it (`from helpers import CONFIGS`): conftest.py put
 import pathlib
 import re
 
+import pytest
 import torch
 import transformers
 
@@ -24,6 +25,9 @@ CONFIGS = {
     "silu": dict(vocab_size=64, hidden_size=16, num_hidden_layers=2, num_attention_heads=1, intermediate_size=32,
                  hidden_act="silu", num_labels=3),
 }
+
+# notebook number ("03") -> seconds its student version took to run (test_student_versions.py), for the report
+NOTEBOOK_SECONDS = pytest.StashKey[dict]()
 
 
 def randomize(model, seed=0):

@@ -4,6 +4,7 @@ import re
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -16,6 +17,22 @@ def cli(*args, check=True):
     if check:
         assert out.returncode == 0, out.stderr
     return out
+
+
+@pytest.fixture
+def refuse(capsys):
+    """The command line on settings it must refuse, run in this process: a refusal starts nothing, and a
+    fresh Python for each case would only pay for importing torch again. Its exit status and output."""
+    from minibert.cli import main
+
+    def run(*args):
+        try:
+            status = main([str(a) for a in args])
+        except SystemExit as e:  # argparse's own refusals
+            status = e.code
+        out = capsys.readouterr()
+        return SimpleNamespace(returncode=status, stdout=out.out, stderr=out.err)
+    return run
 
 
 @pytest.fixture(scope="module")
@@ -56,15 +73,15 @@ def test_fill_mask_generate_and_next_sentence(runs):
     assert "P(B follows A)" in out
 
 
-def test_missing_and_foreign_folders_give_clear_errors(runs, tmp_path):
-    out = cli("fill-mask", tmp_path / "nope", "a [MASK]", check=False)
+def test_missing_and_foreign_folders_give_clear_errors(runs, tmp_path, refuse):
+    out = refuse("fill-mask", tmp_path / "nope", "a [MASK]")
     assert out.returncode == 2 and "no checkpoint folder" in out.stderr and "Traceback" not in out.stderr
     (tmp_path / "notes.txt").write_text("hello")
-    out = cli("generate", tmp_path, "hello", check=False)
+    out = refuse("generate", tmp_path, "hello")
     assert out.returncode == 2 and "no config.json" in out.stderr
-    out = cli("next-sentence", runs / "clm", "a", "b", check=False)
+    out = refuse("next-sentence", runs / "clm", "a", "b")
     assert out.returncode == 2 and "has no NSP head" in out.stderr
-    out = cli("pretrain", "--objective", "mlm", "--out", tmp_path / "x", check=False)
+    out = refuse("pretrain", "--objective", "mlm", "--out", tmp_path / "x")
     assert out.returncode == 2 and "give a budget" in out.stderr
 
 
@@ -74,27 +91,27 @@ def test_missing_and_foreign_folders_give_clear_errors(runs, tmp_path):
     (["--minutes", -1], "minutes must be positive, got -1"),
     (["--steps", 5, "--batch-size", 0], "batch_size must be positive, got 0"),
 ])
-def test_budgets_that_would_never_stop_are_errors(tmp_path, args, message):
-    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", *args, "--out", tmp_path / "run", check=False)
+def test_budgets_that_would_never_stop_are_errors(tmp_path, args, message, refuse):
+    out = refuse("pretrain", "--objective", "mlm", "--preset", "tiny", *args, "--out", tmp_path / "run")
     assert out.returncode == 2 and message in out.stderr
     assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.parametrize("rate", ["0", "1.5", "nan"])
-def test_a_masking_rate_outside_0_to_1_is_an_error(tmp_path, rate):
-    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 5, "--mlm-probability", rate,
-              "--out", tmp_path / "run", check=False)
+def test_a_masking_rate_outside_0_to_1_is_an_error(tmp_path, rate, refuse):
+    out = refuse("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 5, "--mlm-probability", rate,
+              "--out", tmp_path / "run")
     assert out.returncode == 2 and "mlm_probability is the share of tokens masked, in (0, 1]" in out.stderr
     assert "Traceback" not in out.stderr and not (tmp_path / "run").exists()
 
 
-def test_eval_refuses_a_run_trained_on_documents_in_memory(tmp_path, corpus):
+def test_eval_refuses_a_run_trained_on_documents_in_memory(tmp_path, corpus, refuse):
     import minibert
     docs = minibert.Corpus(corpus[:30], corpus.titles[:30])
     tok = minibert.train_tokenizer(docs, vocab_size=1000)
     minibert.pretrain("mlm", preset="tiny", corpus=docs, tokenizer=tok, steps=2, batch_size=4, eval_examples=8,
                       out=tmp_path / "run", progress=False, verbose=False)
-    out = cli("eval", tmp_path / "run", check=False)
+    out = refuse("eval", tmp_path / "run")
     assert out.returncode == 2 and "trained on documents passed in memory" in out.stderr
 
 
@@ -110,8 +127,8 @@ def test_fill_mask_on_a_causal_model_says_what_it_is(runs):
     (["fill-mask", "{mlm+nsp}", "The [MASK] was wide.", "--top-k", "100000"], r"vocabulary size \(1000\)"),
     (["generate", "{clm}", "The city", "--sample", "--temperature", "nan"], "temperature must be a finite number"),
 ])
-def test_settings_that_cannot_work_are_refused_by_name(runs, args, message):
-    out = cli(*[a.format(**{k: runs / k for k in ("mlm+nsp", "clm")}) for a in args], check=False)
+def test_settings_that_cannot_work_are_refused_by_name(runs, args, message, refuse):
+    out = refuse(*[a.format(**{k: runs / k for k in ("mlm+nsp", "clm")}) for a in args])
     assert out.returncode == 2
     assert re.search(message, out.stderr), out.stderr
     assert "Traceback" not in out.stderr
@@ -125,11 +142,11 @@ def test_next_sentence_on_a_sentence_order_model_asks_about_order():
     assert "P(B follows A)" in out
 
 
-def test_a_corpus_file_that_is_not_utf8_is_named(tmp_path):
+def test_a_corpus_file_that_is_not_utf8_is_named(tmp_path, refuse):
     latin1 = tmp_path / "notes.txt"
     latin1.write_bytes("Caf\xe9 au lait is a drink.\nIt is served hot.\n".encode("latin-1"))
-    out = cli("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 2, "--corpus", latin1,
-              "--out", tmp_path / "run", check=False)
+    out = refuse("pretrain", "--objective", "mlm", "--preset", "tiny", "--steps", 2, "--corpus", latin1,
+              "--out", tmp_path / "run")
     assert out.returncode == 2
     assert "notes.txt" in out.stderr and "is not UTF-8" in out.stderr and "Traceback" not in out.stderr
 
@@ -147,11 +164,11 @@ def test_ctrl_c_during_training_says_how_to_continue(monkeypatch, capsys, tmp_pa
     assert "keeps the last checkpoint saved" in err and "--resume" in err and "Traceback" not in err
 
 
-def test_corpus_says_what_a_corpus_holds_and_what_the_large_one_needs(tmp_path, monkeypatch):
+def test_corpus_says_what_a_corpus_holds_and_what_the_large_one_needs(tmp_path, monkeypatch, refuse):
     assert "Corpus('lee': 300 documents" in cli("corpus", "lee").stdout
     monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))  # a machine where `make corpus` was never run
     monkeypatch.setenv("MINIBERT_NPM", str(tmp_path / "npm"))
-    out = cli("corpus", "large", check=False)
+    out = refuse("corpus", "large")
     assert out.returncode == 2 and "run `make corpus`" in out.stderr and "Traceback" not in out.stderr
 
 

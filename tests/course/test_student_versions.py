@@ -5,7 +5,7 @@ import os
 
 import nbformat
 import pytest
-from helpers import ROOT, check_cells, outputs_text
+from helpers import NOTEBOOK_SECONDS, ROOT, check_cells, outputs_text
 
 from minibert.course.notebooks import BEGIN, END, notebook_paths, strip_solutions, write_student_versions
 
@@ -42,8 +42,11 @@ ORDER = ["04", "03", "09", "06", "05", "08", "07", "10"]  # then the rest, in co
 
 
 @pytest.fixture(scope="module")
-def executed_student_notebooks(student_notebooks):
-    """Number ("03") -> (the executed notebook, None) or (None, the exception that stopped it)."""
+def executed_student_notebooks(student_notebooks, pytestconfig):
+    """Number ("03") -> (the executed notebook, None) or (None, the exception that stopped it). The wall
+    time of each goes to the end of the test report (conftest.py), which tells a teacher which lesson to
+    start early on a slow machine."""
+    import time
     from concurrent.futures import ThreadPoolExecutor
     from nbclient import NotebookClient
     paths = {os.path.basename(p)[:2]: p for p in student_notebooks}
@@ -52,12 +55,15 @@ def executed_student_notebooks(student_notebooks):
 
     def execute(number):
         nb = nbformat.read(paths[number], as_version=4)
+        begin = time.perf_counter()
         try:
             NotebookClient(nb, timeout=600, kernel_name="python3",  # a cell may wait for a run, then train two
                            resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}}).execute(
                 env={**os.environ, "OMP_NUM_THREADS": threads})
         except Exception as error:  # noqa: BLE001 -- reported by this notebook's own test
             return None, error
+        finally:
+            pytestconfig.stash.setdefault(NOTEBOOK_SECONDS, {})[number] = time.perf_counter() - begin
         return nb, None
 
     with ThreadPoolExecutor(max_workers=2) as pool:
