@@ -101,9 +101,16 @@ def plain_data(value):
 def cache_dir():
     """MINIBERT_CACHE (a "~" in it means the home folder, as in a shell), else ~/.cache/minibert; an
     absolute path, so that a notebook and a command in another folder find the same cache."""
-    path = os.path.abspath(os.path.expanduser(os.environ.get("MINIBERT_CACHE") or
-                                              os.path.join("~", ".cache", "minibert")))
-    os.makedirs(path, exist_ok=True)
+    given = os.environ.get("MINIBERT_CACHE")
+    path = os.path.abspath(os.path.expanduser(given or os.path.join("~", ".cache", "minibert")))
+    where = f"MINIBERT_CACHE={given!r}" if given else f"the cache folder {path!r} (set MINIBERT_CACHE to choose another)"
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"{where} is a file, not a folder: point MINIBERT_CACHE at a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"{where} cannot be made ({e.strerror}): point MINIBERT_CACHE at a folder you may "
+                         "write, or one that exists") from None
     return path
 
 

@@ -268,3 +268,15 @@ def test_a_cache_entry_whose_bytes_changed_is_computed_again(tmp_path, monkeypat
         f.write(bytes(data))
     assert torch.equal(cached("entry", 1, lambda: torch.ones(1000)), torch.ones(1000))  # computed again
     assert f"the cache entry {path} could not be read" in capsys.readouterr().out
+
+
+def test_a_cache_setting_that_cannot_work_is_named(tmp_path, monkeypatch):
+    from minibert.cache import cache_dir
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "notes.txt"))
+    with pytest.raises(ValueError, match=r"MINIBERT_CACHE='.*notes.txt' is a file, not a folder"):
+        cache_dir()
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path / "notes.txt" / "cache"))  # under a file: cannot be made
+    with pytest.raises(ValueError, match=r"MINIBERT_CACHE='.*cache' cannot be made \(.*\): point MINIBERT_CACHE"):
+        cache_dir()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
