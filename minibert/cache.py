@@ -103,7 +103,8 @@ def cache_dir():
     absolute path, so that a notebook and a command in another folder find the same cache."""
     given = os.environ.get("MINIBERT_CACHE")
     path = os.path.abspath(os.path.expanduser(given or os.path.join("~", ".cache", "minibert")))
-    where = f"MINIBERT_CACHE={given!r}" if given else f"the cache folder {path!r} (set MINIBERT_CACHE to choose another)"
+    where = f"MINIBERT_CACHE={given!r}" if given else \
+        f"the cache folder {path!r} (set MINIBERT_CACHE to choose another)"
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"{where} is a file, not a folder: point MINIBERT_CACHE at a folder")
     try:
