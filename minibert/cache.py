@@ -24,11 +24,12 @@ from filelock import FileLock, Timeout
 @contextlib.contextmanager
 def locked(lock_file):
     """Hold `lock_file` (made if missing; Windows deletes it again on release) against every other process,
-    waiting while one holds it; within one process a second hold of the same file nests. Where the lock
-    file cannot be made (a read-only place) nothing can be written there either: go ahead unlocked."""
+    waiting while one holds it, and saying so; within one process a second hold of the same file nests.
+    Where the lock file cannot be made (a read-only place) nothing can be written there either: go ahead
+    unlocked."""
     lock = FileLock(lock_file, is_singleton=True)
     try:
-        lock.acquire()
+        acquire_or_wait(lock, f"another process holds {lock_file} (it is computing or saving what this needs)")
     except OSError:
         yield
         return
@@ -36,6 +37,16 @@ def locked(lock_file):
         yield
     finally:
         lock.release()
+
+
+def acquire_or_wait(lock, who):
+    """Take the lock; if another process has it, say whom this waits for before waiting (a student whose
+    notebook waits on a classmate's run would otherwise see a cell that never ends, without a word)."""
+    try:
+        lock.acquire(blocking=False)
+    except Timeout:
+        print(f"note: waiting: {who}", flush=True)
+        lock.acquire()
 
 
 def share_like_any_file(path):
@@ -134,15 +145,20 @@ def training_lock(path, wait=False):
     folder) nothing can be saved either, and training goes ahead unlocked."""
     parent, name = os.path.split(os.path.abspath(path))
     lock, holder_file = FileLock(os.path.join(parent, f".{name}.training")), os.path.join(parent, f".{name}.trainer")
-    try:
-        lock.acquire(blocking=wait)
-    except Timeout:
+
+    def holder():
         try:
             with open(holder_file, encoding="utf-8") as f:
-                holder = f.read().strip() or "another process"
+                return f"process {f.read().strip() or '(unknown)'}"
         except OSError:
-            holder = "another process"
-        raise RunInUse(f"{path!r} is being trained by process {holder} on this machine: one process trains a "
+            return "another process"
+    try:
+        if wait:
+            acquire_or_wait(lock, f"{holder()} is training {path!r}; this goes on when it has finished")
+        else:
+            lock.acquire(blocking=False)
+    except Timeout:
+        raise RunInUse(f"{path!r} is being trained by {holder()} on this machine: one process trains a "
                        "run folder at a time. Wait for it to finish (then --resume, or read the run), or "
                        "train into another folder") from None
     except OSError:  # a read-only place: nothing can be saved there either

@@ -280,3 +280,30 @@ def test_a_cache_setting_that_cannot_work_is_named(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"MINIBERT_CACHE='.*cache' cannot be made \(.*\): point MINIBERT_CACHE"):
         cache_dir()
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def test_waiting_for_another_process_says_whom_it_waits_for(tmp_path, capsys):
+    """A notebook waiting on a classmate's run (or any lock of the cache) says so at once, instead of a cell
+    that runs on without a word; it goes on when the other process lets go."""
+    from minibert.cache import locked, training_lock
+    script = ("import sys, time\nfrom minibert.cache import locked, training_lock\n"
+              "with locked(sys.argv[1]), training_lock(sys.argv[2]):\n"
+              "    print('held', flush=True)\n    time.sleep(3)\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / ".entry.lock"), str(tmp_path / "run")],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with locked(str(tmp_path / ".entry.lock")):
+            pass
+        assert f"note: waiting: another process holds {tmp_path / '.entry.lock'}" in capsys.readouterr().out
+    finally:
+        holder.wait(timeout=60)
+    holder = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / ".other.lock"), str(tmp_path / "run")],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with training_lock(tmp_path / "run", wait=True):
+            pass
+        assert f"note: waiting: process {holder.pid} is training" in capsys.readouterr().out
+    finally:
+        holder.wait(timeout=60)
