@@ -117,13 +117,18 @@ def cache_dir():
     where = f"MINIBERT_CACHE={given!r}" if given else \
         f"the cache folder {path!r} (set MINIBERT_CACHE to choose another)"
     if os.path.exists(path) and not os.path.isdir(path):
-        raise ValueError(f"{where} is a file, not a folder: point MINIBERT_CACHE at a folder")
+        raise CacheFolderError(f"{where} is a file, not a folder: point MINIBERT_CACHE at a folder")
     try:
         os.makedirs(path, exist_ok=True)
     except OSError as e:
-        raise ValueError(f"{where} cannot be made ({e.strerror}): point MINIBERT_CACHE at a folder you may "
-                         "write, or one that exists") from None
+        raise CacheFolderError(f"{where} cannot be made ({e.strerror}): point MINIBERT_CACHE at a folder you "
+                               "may write, or one that exists") from None
     return path
+
+
+class CacheFolderError(OSError):
+    """No cache folder can be had where MINIBERT_CACHE (or the default) points. An OSError, as a folder
+    that cannot be written is: what can do without the cache (a tokenizer) goes on without it."""
 
 
 def entry_lock(path):

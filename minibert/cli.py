@@ -240,11 +240,11 @@ def parser():
 
 
 def main(argv=None):
-    from .cache import RunInUse
+    from .cache import CacheFolderError, RunInUse
     args = parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError, PermissionError, RunInUse) as e:
+    except (ValueError, FileNotFoundError, PermissionError, RunInUse, CacheFolderError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
