@@ -202,15 +202,19 @@ def export(run, dest, note=None, unfinished=False):
     dest = check_export_folder(run, dest)
     result = load_result(run, state)
     name = os.path.basename(os.path.normpath(dest))
-    pieces = state.get("pieces") or [  # a run saved before pieces were recorded: one piece, on this machine
-        {"from": 0, "to": state["step"], "start": "new", "machine": machine(), "threads": state.get("threads"),
-         "bf16": state.get("bf16"), "world_size": state.get("world_size", 1), "seconds": state["seconds"]}]
+    pieces = list(state.get("pieces") or [])
+    first = pieces[0]["from"] if pieces else state["step"]
+    if first > 0:  # steps saved before pieces were recorded: one piece, its machine unknown
+        pieces.insert(0, {"from": 0, "to": first, "start": "new", "machine": "not recorded", "threads": None,
+                          "bf16": None, "world_size": state.get("world_size", 1),
+                          "seconds": state["seconds"] - sum(p["seconds"] for p in pieces)})
     with atomic_folder(dest, carry_over=False) as tmp:  # an export is complete: nothing of an older one stays
         half = copy.deepcopy(result.model).to(torch.bfloat16)
         write_weights(half, tmp)  # config.json says float32: the computation stays in float32
         result.tokenizer.save_pretrained(tmp)
         info = {"args": dataclasses.asdict(result.args), "steps": state["step"], "finished": state["finished"],
-                "minutes": round(state["seconds"] / 60, 1), "machine": pieces[-1]["machine"], "bf16": state.get("bf16"),
+                "minutes": round(state["seconds"] / 60, 1), "machine": pieces[-1]["machine"] if pieces else machine(),
+                "bf16": state.get("bf16"),
                 "threads": state.get("threads"), "note": note, "pieces": pieces,
                 "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
         with open(os.path.join(tmp, "training_args.json"), "w", encoding="utf-8") as f:
@@ -373,8 +377,9 @@ def pieces_table(info):
         return []
     rows = ["Trained in pieces, each on the machine it had:", "",
             "| steps | started | machine | threads | precision | minutes |", "|---|---|---|---|---|---|"]
+    precision = {True: "bf16 autocast", False: "fp32", None: "not recorded"}
     rows += [f"| {p['from']:,} to {p['to']:,} | {STARTS[p['start']].format(REWARMUP)} | {p['machine']} | "
-             f"{p['threads']} | {'bf16 autocast' if p['bf16'] else 'fp32'} | {p['seconds'] / 60:.0f} |" for p in pieces]
+             f"{p['threads'] or 'not recorded'} | {precision[p['bf16']]} | {p['seconds'] / 60:.0f} |" for p in pieces]
     return rows + [""]
 
 
@@ -420,7 +425,8 @@ def table():
             parts.append(f"perplexity {s['clm_perplexity']:.1f} ({base['clm_unigram_perplexity']:.0f})")
         blanks = f"{s['blanks_top1']:.0f}% / {s['blanks_top5']:.0f}%" if "blanks_top5" in s else "-"
         size = sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder)) / 1e6
-        steps = f"{info['steps']:,}" if info.get("finished", True) else f"{info['steps']:,} of {info['args']['steps']:,} (in training)"
+        steps = f"{info['steps']:,}" if info.get("finished", True) else \
+            f"{info['steps']:,} of {info['args']['steps']:,} (in training)"
         rows.append(f"| `{name}` | {info['args']['objective']} | {steps} | {info['minutes']:g} | "
                     f"{'; '.join(parts)} | {blanks} | {size:.1f} MB |")
     return "\n".join(rows)

@@ -164,9 +164,9 @@ def model_class(objective):
 
 
 def bf16_is_native(device):
-    """Does this device multiply in bfloat16 natively? GPUs from Ampere on (compute capability 8) and CPUs with AVX-512 BF16 or
-    AMX do, and bf16 roughly halves their step. Other CPUs (AVX2 only: most laptops) convert every
-    product in software, and there a bf16 step is several times slower than a float32 one."""
+    """Does this device multiply in bfloat16 natively? GPUs from Ampere on (compute capability 8) and CPUs
+    with AVX-512 BF16 or AMX do, and bf16 roughly halves their step. Other CPUs (AVX2 only: most laptops)
+    convert every product in software, and there a bf16 step is several times slower than a float32 one."""
     if device.type == "cuda":  # a T4 (Colab's free GPU) emulates bf16, slowly: not native
         return torch.cuda.is_bf16_supported(including_emulation=False)
     if device.type == "cpu":
@@ -348,7 +348,8 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
             now = time.perf_counter() - started
-            self.pieces[-1]["to"], self.pieces[-1]["seconds"] = self.step, self.pieces[-1]["seconds"] + now - self.seconds
+            piece = self.pieces[-1]
+            piece["to"], piece["seconds"] = self.step, piece["seconds"] + now - self.seconds
             self.seconds = now
             p = self.progress()
             row = {"step": self.step, "seconds": round(self.seconds, 3), "lr": lr, "loss": loss}
@@ -471,7 +472,8 @@ def read_exported(folder):
             info = json.load(f)
         info["args"], info["steps"], info["minutes"], info["evals"]  # noqa: B018 -- each must be there
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(f"{file!r} is damaged ({type(e).__name__}: {e}): it cannot say where its run stopped") from None
+        raise ValueError(f"{file!r} is damaged ({type(e).__name__}: {e}): it cannot say where its run "
+                         "stopped") from None
     return info
 
 
@@ -540,7 +542,8 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     exported = read_exported(continue_from) if continue_from is not None else None
     if resume or exported:
         saved = read_state(out)["args"] if resume else exported["args"]
-        what = f"--resume continues {out!r}" if resume else f"--continue-from {os.fspath(continue_from)!r} continues its run"
+        what = f"--resume continues {out!r}" if resume else \
+            f"--continue-from {os.fspath(continue_from)!r} continues its run"
         given = {**kwargs, **({"objective": objective} if objective else {}), **({"preset": preset} if preset else {})}
         changed = {k: v for k, v in given.items() if k not in RESUMABLE and saved.get(k) != v}
         if changed:

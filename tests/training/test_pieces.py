@@ -113,3 +113,16 @@ def test_make_pretrained_continues_a_landed_piece_on_a_new_machine(piece, text_f
     assert [(p["from"], p["to"], p["start"]) for p in info["pieces"]] == [(0, 5, "new"), (5, 10, "continued")]
     card = open(checkpoints / "toy" / "README.md").read()
     assert "In training" not in card and "| 5 to 10 | from the exported weights before it" in card
+
+
+def test_steps_saved_before_pieces_were_recorded_are_one_piece_of_unknown_machine(piece, tmp_path):
+    run, _ = piece
+    old = tmp_path / "old-run"
+    shutil.copytree(run, old)
+    state = json.load(open(old / "trainer_state.json"))
+    del state["pieces"]  # as the trainer saved it before it recorded pieces
+    json.dump(state, open(old / "trainer_state.json", "w"))
+    pretrained.export(old, tmp_path / "landed", unfinished=True)
+    info = json.load(open(tmp_path / "landed" / "training_args.json"))
+    assert [(p["from"], p["to"], p["machine"]) for p in info["pieces"]] == [(0, 5, "not recorded")]
+    assert info["pieces"][0]["seconds"] == pytest.approx(state["seconds"])
