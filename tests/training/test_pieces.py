@@ -119,9 +119,9 @@ def test_steps_saved_before_pieces_were_recorded_are_one_piece_of_unknown_machin
     run, _ = piece
     old = tmp_path / "old-run"
     shutil.copytree(run, old)
-    state = json.load(open(old / "trainer_state.json"))
+    state = json.loads((old / "trainer_state.json").read_text())
     del state["pieces"]  # as the trainer saved it before it recorded pieces
-    json.dump(state, open(old / "trainer_state.json", "w"))
+    (old / "trainer_state.json").write_text(json.dumps(state))
     pretrained.export(old, tmp_path / "landed", unfinished=True)
     info = json.load(open(tmp_path / "landed" / "training_args.json"))
     assert [(p["from"], p["to"], p["machine"]) for p in info["pieces"]] == [(0, 5, "not recorded")]
