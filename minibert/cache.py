@@ -144,10 +144,10 @@ class RunInUse(RuntimeError):
 @contextlib.contextmanager
 def training_lock(path, wait=False):
     """Hold a run folder for one training process: the lock file `.NAME.training` beside it, and
-    `.NAME.trainer`, which names the process that holds it. Another training of the same folder (a second run, or a --resume
-    while the first still saves) is refused with that process's id, so that weights and state always come
-    from one save; wait=True waits for it to finish instead. Where no lock file can be made (a read-only
-    folder) nothing can be saved either, and training goes ahead unlocked."""
+    `.NAME.trainer`, which names the process that holds it. Another training of the same folder (a second
+    run, or a --resume while the first still saves) is refused with that process's id, so that weights and
+    state always come from one save; wait=True waits for it to finish instead, saying so. Where no lock file
+    can be made (a read-only folder) nothing can be saved either, and training goes ahead unlocked."""
     parent, name = os.path.split(os.path.abspath(path))
     lock, holder_file = FileLock(os.path.join(parent, f".{name}.training")), os.path.join(parent, f".{name}.trainer")
 
