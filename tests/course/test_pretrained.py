@@ -65,11 +65,12 @@ def test_scores_match_the_card(checkpoint):
             assert measured[key] == pytest.approx(value, abs=0.5), key
     # learned, not lucky: far from what a model that ignores its input scores (sentence order is not
     # learned by these models, and their cards say so: no bar for it). A piece of a run still in training
-    # (its card says so) must show that it learns: twice the baseline; a finished one, four times.
+    # (its card says so) must show that it learns: twice the masked-token baseline (its NSP on the built-in
+    # corpus may still be near the majority class); a finished one, four times, and NSP well above the majority.
     finished = json.load(open(os.path.join(folder, "training_args.json"))).get("finished", True)
     if "mlm_accuracy" in measured:
         assert measured["mlm_accuracy"] > (4 if finished else 2) * measured["mlm_most_frequent_token_accuracy"]
-    if "nsp_accuracy" in measured:  # 400 pairs or more: two standard errors are under 5 points
+    if "nsp_accuracy" in measured and finished:  # 400 pairs or more: two standard errors are under 5 points
         assert measured["nsp_accuracy"] > measured["nsp_majority_class_accuracy"] + 8
     if "clm_perplexity" in measured:
         assert measured["clm_perplexity"] < measured["clm_unigram_perplexity"] / 4

@@ -65,8 +65,8 @@ def test_the_cache_computes_once_for_two_processes(tmp_path):
                               stderr=subprocess.PIPE, text=True, encoding="utf-8") for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [err for _, err in outs]
-    printed = "".join(out for out, _ in outs)
-    assert printed.count("computed") == 1 and printed.count("42") == 2
+    lines = [line for out, _ in outs for line in out.splitlines()]
+    assert lines.count("computed") == 1 and lines.count("42") == 2  # (a waiting note may come before a 42)
 
 
 def test_a_run_folder_in_training_is_refused_to_a_second_process(tmp_path):
