@@ -39,18 +39,20 @@ def test_the_smoke_tests_pass_where_posix_only_modules_are_refused(tmp_path):
     assert " passed" in out.stdout and "skipped" not in out.stdout
 
 
+def package_nodes():
+    """(file relative to the repository, node) for every node of the package's source."""
+    import ast
+    for path in sorted((ROOT / "minibert").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            yield os.path.relpath(path, ROOT), node
+
+
 def test_the_package_calls_no_posix_only_function_of_os():
     """What the import guard above cannot see: os.pread and the like exist on Linux, not on Windows."""
     import ast
-    found = []
-    for folder, _, files in os.walk(ROOT / "minibert"):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
-                    if (isinstance(node, ast.Attribute) and node.attr in POSIX_ONLY_OS
-                            and isinstance(node.value, ast.Name) and node.value.id == "os"):
-                        found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno} os.{node.attr}")
+    found = [f"{path}:{node.lineno} os.{node.attr}" for path, node in package_nodes()
+             if isinstance(node, ast.Attribute) and node.attr in POSIX_ONLY_OS
+             and isinstance(node.value, ast.Name) and node.value.id == "os"]
     assert not found, found
 
 
@@ -59,16 +61,11 @@ def test_the_package_names_the_encoding_of_every_text_file_it_opens():
     told otherwise: a card or a corpus with a character outside it would fail there, or be misread."""
     import ast
     found = []
-    for folder, _, files in os.walk(ROOT / "minibert"):
-        for name in files:
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
-                    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"):
-                        continue
-                    mode = node.args[1] if len(node.args) > 1 else next(
-                        (k.value for k in node.keywords if k.arg == "mode"), None)
-                    binary = isinstance(mode, ast.Constant) and "b" in str(mode.value)
-                    if not binary and not any(k.arg == "encoding" for k in node.keywords):
-                        found.append(f"{os.path.relpath(path, ROOT)}:{node.lineno}")
+    for path, node in package_nodes():
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "open"):
+            continue
+        mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+        binary = isinstance(mode, ast.Constant) and "b" in str(mode.value)
+        if not binary and not any(k.arg == "encoding" for k in node.keywords):
+            found.append(f"{path}:{node.lineno}")
     assert not found, found
