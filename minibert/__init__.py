@@ -47,8 +47,8 @@ from .model import (PRESETS, BertConfig, BertForCausalLM, BertForMaskedLM, BertF
 from .model.generation import sample_next_token
 from .model.labels import check_causal_labels, shift_labels
 from .model.scoring import pseudo_perplexity
-from .training import Interval, PretrainResult, TrainArgs, Trainer, baselines, bootstrap, evaluate, load_result, \
-    pretrain, proportion
+from .training import Comparison, Interval, PretrainResult, TrainArgs, Trainer, baselines, block_documents, bootstrap, \
+    compare, evaluate, load_result, pretrain, proportion
 
 __version__ = "0.1.0"
 

@@ -3,6 +3,6 @@
 budgets and website (notebooks.py, and `python -m minibert.course`)."""
 
 from ..cache import cached
-from .runs import COURSE_RUNS, course_run, run_dir, say
+from .runs import COURSE_RUNS, course_run, run_dir, say, verdict
 
-__all__ = ["COURSE_RUNS", "course_run", "run_dir", "say", "cached"]
+__all__ = ["COURSE_RUNS", "course_run", "run_dir", "say", "verdict", "cached"]

@@ -1,5 +1,5 @@
-"""The course's standard training runs, trained once and cached, and `say`, which shows a sentence
-built from a run's measured values under a cell.
+"""The course's standard training runs, trained once and cached; `say`, which shows a sentence built
+from a run's measured values under a cell, and `verdict`, which shows a lesson's conclusion there.
 
     minibert.course_run("mlm", corpus, tokenizer)     # the notebooks' runs: the first call trains, later ones load
 """
@@ -60,3 +60,14 @@ def say(text):
     numbers a conclusion rests on come from this run: say(f"The shipped model is right **{acc:.0%}** of the time.")."""
     from IPython.display import Markdown, display
     display(Markdown(text))
+
+
+def verdict(sentence):
+    """Show a lesson's conclusion, in bold, under the cell whose assertions check exactly what it says:
+
+        assert c.difference.low > 0  # the masked LM alone is ahead
+        verdict("Masked LM alone fills in blanks better than masked LM with a sentence task.")
+
+    A conclusion lives in the code, after its assertions, never in the prose around it: a run in which it
+    does not hold stops before showing it (tests/course/test_verdicts.py checks that every lesson does this)."""
+    say(f"**{sentence}**")
