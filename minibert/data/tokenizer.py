@@ -11,7 +11,7 @@ import time
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from ..cache import atomic_file, cache_dir, fingerprint
+from ..cache import atomic_file, cache_folder, fingerprint, own_name, stranger, untrusted_note
 from ..values import check_value, is_whole
 from .examples import check_documents
 
@@ -38,6 +38,10 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
         print(f"note: the tokenizer is not cached ({error})")
         path = None
     tok = None
+    who = stranger(path) if path else None
+    if who:  # a classmate's file under the tokenizer's name in a shared cache
+        untrusted_note(path, who, "training the tokenizer again")
+        path = own_name(path)
     if path and os.path.exists(path):
         try:
             tok, done = Tokenizer.from_file(path), "read from the cache"
@@ -47,11 +51,12 @@ def train_tokenizer(documents, vocab_size=8000, min_frequency=2, model_max_lengt
         tok, done = wordpiece(sentences, vocab_size, min_frequency), "trained"
         if path:  # written whole or not at all: to a temporary file first
             try:
-                os.makedirs(os.path.dirname(path), exist_ok=True)
                 with atomic_file(path) as tmp:
                     tok.save(tmp)
-            except OSError as error:  # a read-only cache: the tokenizer is trained all the same
-                print(f"note: the tokenizer is not cached ({error})")
+            except OSError as error:  # a read-only cache, a full disk: the tokenizer is trained all the same
+                print(f"note: the tokenizer is not cached ({error.strerror or error})")
+            except Exception as error:  # the tokenizers library reports a failed write as a plain Exception
+                print(f"note: the tokenizer is not cached (it could not be written to {path}: {error})")
     tokenizer = BertTokenizerFast(
         tokenizer_object=tok, do_lower_case=True, model_max_length=model_max_length, pad_token="[PAD]",
         unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]", padding_side="right")
@@ -67,7 +72,7 @@ def cache_path(sentences, vocab_size, min_frequency):
     """Where the tokenizer of these sentences and settings is cached: a name made from all that decides
     it, this file's code and the tokenizers library's version included."""
     key = fingerprint(sentences, vocab_size, min_frequency, tokenizers.__version__, code=("data/tokenizer.py",))
-    return os.path.join(cache_dir(), "tokenizers", key + ".json")
+    return os.path.join(cache_folder("tokenizers"), key + ".json")
 
 
 def wordpiece(sentences, vocab_size, min_frequency):

@@ -158,3 +158,16 @@ def test_the_notebooks_held_out_documents_are_held_out_of_the_large_corpus_too(c
     read = {doc[0] for doc in large_train}
     _, heldout = split_corpus(corpus)
     assert not [title for doc, title in zip(heldout, heldout.titles) if doc[0] in read]
+
+
+def test_a_damaged_corpus_cache_is_read_again_from_its_source(tmp_path, monkeypatch, capsys):
+    """A cache file cut short (a full disk, a killed process) is not an EOFError in every later run."""
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    fresh = load_corpus("lee")
+    [path] = [p for p in tmp_path.iterdir() if p.name.startswith("corpus-lee")]
+    path.write_bytes(path.read_bytes()[:100])
+    again = load_corpus("lee")
+    assert list(again) == list(fresh)
+    assert f"the cached corpus {path} could not be read (EOFError); reading it again" in capsys.readouterr().out
+    assert list(load_corpus("lee")) == list(fresh)  # and replaced: read from the cache this time
+    assert capsys.readouterr().out == ""

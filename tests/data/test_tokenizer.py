@@ -90,3 +90,17 @@ def test_a_cache_that_cannot_be_written_still_gives_the_tokenizer(tmp_path, monk
     tok = minibert.train_tokenizer(docs, vocab_size=1000)
     assert "the tokenizer is not cached" in capsys.readouterr().out
     assert tok.get_vocab() == minibert.train_tokenizer(docs, vocab_size=1000, cache=False).get_vocab()
+
+
+def test_a_tokenizer_cache_write_that_fails_in_the_tokenizers_library_still_gives_the_tokenizer(tmp_path, monkeypatch,
+                                                                                                 capsys):
+    """The tokenizers library reports a failed write (a full disk, a missing folder) as a plain Exception."""
+    import contextlib
+    import minibert
+    import minibert.data.tokenizer as t
+    monkeypatch.setenv("MINIBERT_CACHE", str(tmp_path))
+    monkeypatch.setattr(t, "atomic_file", lambda path: contextlib.nullcontext(str(tmp_path / "gone" / "x.json")))
+    docs = minibert.load_corpus()[:20]
+    tok = minibert.train_tokenizer(docs, vocab_size=1000)
+    assert "note: the tokenizer is not cached (it could not be written to" in capsys.readouterr().out
+    assert tok.get_vocab() == minibert.train_tokenizer(docs, vocab_size=1000, cache=False).get_vocab()
