@@ -41,7 +41,28 @@ def load_head(folder, cls, needs=None):
     from transformers import AutoTokenizer
     if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
         raise ValueError(f"{folder!r} has no tokenizer.json: save the tokenizer beside the model")
-    return model, AutoTokenizer.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    check_loaded(folder, model, tokenizer, needs)
+    return model, tokenizer
+
+
+def check_loaded(folder, model, tokenizer, needs):
+    """What would make a command answer garbage without a word: weights that are not numbers, a config that
+    contradicts how the weights were trained, a tokenizer from another vocabulary."""
+    import torch
+    broken = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if broken:
+        raise ValueError(f"{folder!r} holds weights that are NaN or infinite ({len(broken)} tensors, e.g. {broken[0]}): "
+                         "the run that wrote them diverged; use an earlier checkpoint, or train again with a "
+                         "lower learning rate")
+    if needs == "mlm" and model.config.is_decoder and trained_as(folder) != "BertLMHeadModel":
+        raise ValueError(f"{folder!r}: its config.json says is_decoder=true, so the model would read only the words "
+                         f"to the left of each position, but the weights were trained as {trained_as(folder)}, "
+                         "reading both sides: set is_decoder to false in config.json")
+    if len(tokenizer) != model.config.vocab_size or tokenizer.pad_token_id != model.config.pad_token_id:
+        raise ValueError(f"{folder!r}: its tokenizer ({len(tokenizer):,} tokens, [PAD] = {tokenizer.pad_token_id}) "
+                         f"is not the vocabulary the model was trained with ({model.config.vocab_size:,} tokens, "
+                         f"[PAD] = {model.config.pad_token_id}): put the run's own tokenizer.json beside the weights")
 
 
 def cmd_pretrain(a):
@@ -244,7 +265,7 @@ def main(argv=None):
     args = parser().parse_args(argv)
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError, PermissionError, RunInUse, CacheFolderError) as e:
+    except (ValueError, OSError, RunInUse, CacheFolderError) as e:  # a full disk, a folder that cannot be read
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

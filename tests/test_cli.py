@@ -226,3 +226,49 @@ def test_the_readme_examples_run_from_the_notebooks_folder_without_the_hub(silen
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and "[MASK] 1:" in out.stdout, out.stderr[-2000:]
     assert accepted == []  # not one connection
+
+
+def test_a_checkpoint_that_would_answer_garbage_is_refused_with_what_is_wrong(runs, tmp_path, refuse):
+    """NaN weights, a config that says is_decoder on masked-LM weights, a tokenizer of another vocabulary:
+    each gave a fill-mask answer (or "nan%") and exit status 0."""
+    import json
+    import shutil
+
+    import torch
+
+    import minibert
+
+    def copy(name):
+        folder = tmp_path / name
+        shutil.copytree(runs / "mlm+nsp", folder)
+        return folder
+    nan = copy("nan")
+    model = minibert.BertForPreTraining.from_pretrained(nan)
+    with torch.no_grad():
+        model.bert.encoder.layer[0].attention.self.query.weight[0, 0] = float("nan")
+    model.save_pretrained(nan)
+    out = refuse("fill-mask", nan, "the [MASK] was hot.")
+    assert out.returncode == 2 and "holds weights that are NaN or infinite (1 tensors" in out.stderr
+    decoder = copy("decoder")
+    config = json.loads((decoder / "config.json").read_text())
+    (decoder / "config.json").write_text(json.dumps({**config, "is_decoder": True}))
+    out = refuse("fill-mask", decoder, "the [MASK] was hot.")
+    assert out.returncode == 2 and "says is_decoder=true" in out.stderr and "set is_decoder to false" in out.stderr
+    other = copy("other")
+    minibert.train_tokenizer(minibert.load_corpus()[:10], vocab_size=300, cache=False).save_pretrained(other)
+    out = refuse("fill-mask", other, "the [MASK] was hot.")
+    assert out.returncode == 2 and "is not the vocabulary the model was trained with" in out.stderr
+    assert all("Traceback" not in o for o in (out.stderr,))
+
+
+def test_a_disk_that_fills_up_during_a_command_is_one_line(tmp_path, refuse, monkeypatch):
+    import errno
+
+    import minibert.training.trainer as trainer
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run"))
+    monkeypatch.setattr(trainer, "pretrain", full)
+    out = refuse("pretrain", "--objective", "mlm", "--steps", 2, "--out", tmp_path / "run")
+    assert out.returncode == 2 and out.stderr.startswith("error: [Errno 28] No space left on device")
+    assert "Traceback" not in out.stderr
