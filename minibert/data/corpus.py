@@ -130,15 +130,24 @@ def read_lee():
     return documents, titles
 
 
+LONGEST_SENTENCE = 100  # words: a longer "sentence" in a text file is cut into pieces of this many words
+
+
 def read_text_file(path):
-    """Google's pretraining format: one sentence per line, a blank line between documents."""
-    documents, current = [], []
+    """Google's pretraining format: one sentence per line, a blank line between documents. A line holding
+    several sentences (a file with one paragraph per line) is split into them, and a sentence of more than
+    LONGEST_SENTENCE words into pieces, with a note: the examples keep each sentence within one block and
+    would cut the rest of it away."""
+    documents, current, cut = [], [], 0
     with open(path, encoding="utf-8") as f:
         try:
             for line in f:
                 line = line.strip()
                 if line:
-                    current.append(line)
+                    for sentence in split_sentences(line):
+                        words = sentence.split()
+                        cut += len(words) > LONGEST_SENTENCE
+                        current += [" ".join(words[i:i + LONGEST_SENTENCE]) for i in range(0, len(words), LONGEST_SENTENCE)]
                 elif current:
                     documents.append(current)
                     current = []
@@ -147,6 +156,9 @@ def read_text_file(path):
                              "convert it first, e.g. iconv -f latin1 -t utf-8 IN > OUT") from None
     if current:
         documents.append(current)
+    if cut:
+        print(f"note: {cut:,} sentence{'s' * (cut != 1)} of {path} had more than {LONGEST_SENTENCE} words (no full stops?): each "
+              f"was cut into pieces of {LONGEST_SENTENCE} words, so that none is cut short in training")
     return documents
 
 

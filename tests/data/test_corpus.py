@@ -171,3 +171,15 @@ def test_a_damaged_corpus_cache_is_read_again_from_its_source(tmp_path, monkeypa
     assert f"the cached corpus {path} could not be read (EOFError); reading it again" in capsys.readouterr().out
     assert list(load_corpus("lee")) == list(fresh)  # and replaced: read from the cache this time
     assert capsys.readouterr().out == ""
+
+
+def test_a_text_file_with_one_paragraph_per_line_keeps_all_its_words(tmp_path, corpus, capsys):
+    """Twenty lines of whole paragraphs were twenty "sentences", each cut to one block in training."""
+    paragraphs = [" ".join(doc) for doc in corpus[:20]]
+    endless = " ".join(["word"] * 250)  # and one line without a full stop at all
+    (tmp_path / "paragraphs.txt").write_text("\n".join(paragraphs) + "\n\n" + endless + "\n")
+    docs = load_corpus(str(tmp_path / "paragraphs.txt"))
+    assert sum(len(d) for d in docs) > 10 * 20
+    assert sum(len(s.split()) for d in docs for s in d) == sum(len(p.split()) for p in paragraphs) + 250
+    assert max(len(s.split()) for d in docs for s in d) <= 100
+    assert "had more than 100 words (no full stops?): each was cut into pieces" in capsys.readouterr().out
