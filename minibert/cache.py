@@ -218,6 +218,7 @@ def training_lock(path, wait=False):
         except OSError:
             return "another process"
     try:
+        os.makedirs(parent, exist_ok=True)  # `--out new/run`: the lock needs the folder that will hold the run
         if wait:
             acquire_or_wait(lock, f"{holder()} is training {path!r}; this goes on when it has finished")
         else:

@@ -376,3 +376,20 @@ def test_a_full_disk_while_the_cache_writes_keeps_the_result_with_a_note(tmp_pat
     assert cached("entry", 1, lambda: torch.arange(3)).tolist() == [0, 1, 2]
     assert "could not be written (No space left on device); the result is computed but not kept" in \
         capsys.readouterr().out
+
+
+def test_two_runs_into_a_folder_whose_parent_is_not_there_yet_are_one_at_a_time(tmp_path):
+    """`--out np/x` twice with np/ missing: the lock file could not be made, and both runs saved unlocked."""
+    from minibert.cache import RunInUse, training_lock
+    script = ("import sys, time\nfrom minibert.cache import training_lock\n"
+              "with training_lock(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(3)\n")
+    run = tmp_path / "np" / "x"
+    holder = subprocess.Popen([sys.executable, "-c", script, str(run)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(RunInUse, match="is being trained by process"):
+            with training_lock(run):
+                pass
+    finally:
+        holder.wait(timeout=60)
