@@ -30,8 +30,8 @@ TORCH_INDEX ?=
 $(STAMP): pyproject.toml requirements.txt
 	TORCH_INDEX=$(TORCH_INDEX) $(PYTHON) make.py install
 
-# The student versions first, on the AVX2 kernels of most laptops, then everything else on two workers:
-# make.py's `test` says why.
+# Everything, the notebooks included, on two workers and the AVX2 kernels of most laptops: make.py's
+# `test` says why.
 test: $(STAMP)
 	$(PYTHON) make.py test
 

@@ -1,11 +1,12 @@
 """Classroom use: the student versions, without solutions, still run to the end, with every exercise
 "not done" and every quiz "not answered"."""
 
+import ast
 import os
 
 import nbformat
 import pytest
-from helpers import NOTEBOOK_SECONDS, ROOT, check_cells, outputs_text
+from helpers import CHECK, ROOT, check_cells
 
 from minibert.course.notebooks import BEGIN, END, notebook_paths, strip_solutions, write_student_versions
 
@@ -32,61 +33,79 @@ def student_notebooks(tmp_path_factory):
     return write_student_versions(os.path.join(ROOT, "notebooks"), folder)
 
 
-# The student versions run in two kernels side by side, one thread each: two kernels of two threads
-# would spin against each other on a 2-core machine, and one kernel at a time leaves the cores idle
-# while a notebook tokenizes, plots or starts up. Notebooks read the course runs that others train; a
-# run is trained once, by the first notebook that asks for it, while any other that asks waits for it
-# (course_run's lock), so a notebook starts as soon as a kernel is free. The order keeps both kernels
-# busy: 04 first (it trains the masked LM that 09 reads, then its two short runs), 03 and 09 beside it.
-ORDER = ["04", "03", "09", "06", "05", "08", "07", "10"]  # then the rest, in course order
+# A student version differs from its lesson only in the bodies of its exercises, and the lesson itself runs
+# to the end in the test suite (nbval). So a student version runs to the end when (1) nothing after an
+# exercise reads what the exercise defines, except behind the exercise's own check, and (2) each exercise's
+# check, run on the stub, says "not done yet" (each quiz "not answered yet"). Both are checked here without
+# running the lesson a second time: (2) runs each exercise cell alone, after the notebook's imports, since an
+# exercise's check tries the student's function on data of its own.
+
+def tree(source):
+    return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()))
 
 
-@pytest.fixture(scope="module")
-def executed_student_notebooks(student_notebooks, pytestconfig):
-    """Number ("03") -> (the executed notebook, None) or (None, the exception that stopped it). The wall
-    time of each goes to the end of the test report (conftest.py), which tells a teacher which lesson to
-    start early on a slow machine."""
-    import time
-    from concurrent.futures import ThreadPoolExecutor
-    from nbclient import NotebookClient
-    paths = {os.path.basename(p)[:2]: p for p in student_notebooks}
-    threads = str(max(1, (os.cpu_count() or 2) // 2))
-    futures = {}
+def defined_by(cell_tree):
+    """The names an exercise cell binds at its top level: its functions, and anything it assigns."""
+    names = set()
+    for node in cell_tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        else:
+            names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return names
 
-    def execute(number):
-        nb = nbformat.read(paths[number], as_version=4)
-        begin = time.perf_counter()
-        try:
-            NotebookClient(nb, timeout=600, kernel_name="python3",  # a cell may wait for a run, then train two
-                           resources={"metadata": {"path": os.path.join(ROOT, "notebooks")}}).execute(
-                env={**os.environ, "OMP_NUM_THREADS": threads})
-        except Exception as error:  # noqa: BLE001 -- reported by this notebook's own test
-            return None, error
-        finally:
-            pytestconfig.stash.setdefault(NOTEBOOK_SECONDS, {})[number] = time.perf_counter() - begin
-        return nb, None
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        for number in [n for n in ORDER if n in paths] + [n for n in paths if n not in ORDER]:
-            futures[number] = pool.submit(execute, number)
-    return {number: future.result() for number, future in futures.items()}
+def read_outside_its_check(cell_tree, names):
+    """Names of `names` that a cell reads other than inside `if check_...(name):`, which is false for a stub."""
+    guarded = set()
+    for node in ast.walk(cell_tree):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Call) and \
+                getattr(node.test.func, "id", "").startswith("check_"):
+            inside = {n.id for part in node.body for n in ast.walk(part) if isinstance(n, ast.Name)}
+            guarded |= inside & {a.id for a in node.test.args if isinstance(a, ast.Name)}
+    read = {n.id for n in ast.walk(cell_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return (read & names) - guarded
 
 
 @pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[os.path.basename(p) for p in NOTEBOOKS])
-@pytest.mark.slow
-def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_notebooks, executed_student_notebooks,
-                                                                     index):
+def test_student_version_runs_to_the_end_with_every_exercise_not_done(student_notebooks, index, monkeypatch):
     path = student_notebooks[index]
-    source = nbformat.read(path, as_version=4)
-    assert not any(BEGIN in c.source or END in c.source for c in source.cells if c.cell_type == "code")
-    assert all(not c.get("outputs") for c in source.cells if c.cell_type == "code")
-    nb, error = executed_student_notebooks[os.path.basename(path)[:2]]
-    if error is not None:
-        raise error
-    checks = check_cells(nb)
+    lesson = nbformat.read(NOTEBOOKS[index], as_version=4)
+    student = nbformat.read(path, as_version=4)
+    assert not any(BEGIN in c.source or END in c.source for c in student.cells if c.cell_type == "code")
+    assert all(not c.get("outputs") for c in student.cells if c.cell_type == "code")
+    assert [c.source for c in student.cells] == \
+        [strip_solutions(c.source) if c.cell_type == "code" else c.source for c in lesson.cells]  # the rest unchanged
+
+    exercises = set()
+    for i, cell in enumerate(lesson.cells):
+        if cell.cell_type != "code":
+            continue
+        if BEGIN in cell.source:
+            exercises |= defined_by(tree(cell.source))
+        elif not CHECK.search(cell.source.strip().splitlines()[-1] + "\n"):
+            read = read_outside_its_check(tree(cell.source), exercises)
+            assert not read, (f"{os.path.basename(path)}, cell {i} reads {sorted(read)}, which an exercise defines: "
+                              "in the student version it is a stub. Read it only inside `if check_...(name):`")
+
+    monkeypatch.chdir(os.path.join(ROOT, "notebooks"))  # where the notebook's own code runs
+    namespace = {}
+    imports = [ast.unparse(node) for c in student.cells if c.cell_type == "code" for node in tree(c.source).body
+               if isinstance(node, (ast.Import, ast.ImportFrom))]
+    exec("\n".join(imports), namespace)
+    checks = check_cells(student)
     assert checks
     for cell in checks:
-        text = outputs_text(cell)
-        assert "ERROR" not in text, text
+        body = tree(cell.source)
+        last = body.body.pop()
+        exec(compile(body, "exercise", "exec"), namespace)
+        text = repr(eval(compile(ast.Expression(last.value), "exercise", "eval"), namespace))
         assert "not done yet" in text or "not answered yet" in text, f"{cell.source}\n-> {text}"
         assert "✓" not in text, f"an unsolved exercise passed:\n{cell.source}\n{text}"
+
+
+def test_a_lesson_cell_that_reads_an_exercise_outside_its_check_is_caught():
+    assert read_outside_its_check(tree("if check_f(f):\n    y = f(1)\nz = f(2)\n"), {"f"}) == {"f"}
+    assert read_outside_its_check(tree("if check_f(f):\n    y = f(1)\nelse:\n    y = 0\n"), {"f"}) == set()
+    assert read_outside_its_check(tree("if check_g(g):\n    y = f(1)\n"), {"f"}) == {"f"}  # another exercise's check
+    assert defined_by(tree("def f(x):\n    return x\n\nanswers = dict(q1='A')\ncheck_f(f)\n")) == {"f", "answers"}
