@@ -57,14 +57,15 @@ def defined_by(cell_tree):
 
 def read_outside_its_check(cell_tree, names):
     """Names of `names` that a cell reads other than inside `if check_...(name):`, which is false for a stub."""
-    guarded = set()
+    guarded = set()  # the Name nodes inside such an if (and in its test), by identity
     for node in ast.walk(cell_tree):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Call) and \
                 getattr(node.test.func, "id", "").startswith("check_"):
-            inside = {n.id for part in node.body for n in ast.walk(part) if isinstance(n, ast.Name)}
-            guarded |= inside & {a.id for a in node.test.args if isinstance(a, ast.Name)}
-    read = {n.id for n in ast.walk(cell_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    return (read & names) - guarded
+            checked = {a.id for a in node.test.args if isinstance(a, ast.Name)}
+            guarded |= {id(n) for part in [node.test, *node.body] for n in ast.walk(part)
+                        if isinstance(n, ast.Name) and n.id in checked}
+    return {n.id for n in ast.walk(cell_tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+            and n.id in names and id(n) not in guarded}
 
 
 @pytest.mark.parametrize("index", range(len(NOTEBOOKS)), ids=[os.path.basename(p) for p in NOTEBOOKS])
