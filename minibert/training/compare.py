@@ -119,7 +119,7 @@ class Comparison(NamedTuple):
         if self.verdict == CANNOT_TELL:
             lines.append(f"  verdict: cannot tell {a} and {b} apart at this size")
         else:
-            lines.append(f"  verdict: {a} {self.verdict} of {b}")
+            lines.append(f"  verdict: {a} {'ahead of' if self.verdict == AHEAD else 'behind'} {b}")
             if len(self.differs) > 1:
                 lines.append(f"  ... the arms differ in {len(self.differs)} settings: the difference belongs to none "
                              "of them alone")
