@@ -86,7 +86,7 @@ def cmd_eval(a):
     from .model.heads import BertForMaskedLM
     from .training.metrics import baselines, evaluate, format_metrics
     from .model.scoring import pseudo_perplexity
-    from .training.trainer import model_class, prepare_data, read_state
+    from .training.trainer import check_same_data, data_key, model_class, prepare_data, read_state
     if a.examples < 1:
         raise ValueError(f"--examples must be at least 1 (how many held-out examples to score), got {a.examples}")
     state = read_state(a.dir)
@@ -96,6 +96,7 @@ def cmd_eval(a):
     args = TrainArgs(**state["args"])
     model, tokenizer = load_head(a.dir, model_class(args.objective))
     _, train_examples, heldout_examples = prepare_data(args, None, tokenizer)
+    check_same_data(state, data_key(train_examples, heldout_examples), a.dir)  # a corpus edited since: scores of memory
     heldout_examples = heldout_examples[:a.examples]
     metrics = evaluate(model, args.objective, heldout_examples, tokenizer)
     print(f"{args.objective} on {len(heldout_examples)} held-out examples: "

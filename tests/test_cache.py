@@ -393,3 +393,20 @@ def test_two_runs_into_a_folder_whose_parent_is_not_there_yet_are_one_at_a_time(
                 pass
     finally:
         holder.wait(timeout=60)
+
+
+def test_resuming_a_run_folder_that_is_read_only_for_you_is_refused_before_training(shared_tmp, corpus):
+    """It trained, saved into a temporary folder, failed on the swap with "Permission denied", and left the
+    temporary folder (18 MB for mini) behind."""
+    text = shared_tmp / "corpus.txt"
+    text.write_text("\n\n".join("\n".join(doc) for doc in corpus[:30]) + "\n", encoding="utf-8")
+    os.chmod(shared_tmp, 0o777)  # the parent is anyone's; the run folder is the teacher's (0755)
+    minibert.pretrain("mlm", corpus=str(text), out=shared_tmp / "run", steps=2, batch_size=8, max_length=32,
+                      vocab_size=500, eval_every=2, eval_examples=8, progress=False, verbose=False)
+    os.chmod(text, 0o644)
+    student = as_another_user("import sys\nfrom minibert.cli import main\n"
+                              f"sys.exit(main(['pretrain', '--out', {str(shared_tmp / 'run')!r}, '--resume', "
+                              "'--steps', '4']))\n")
+    assert student.returncode == 2, student.stderr[-2000:]
+    assert "the folder is read-only for you; make it writable (chmod -R u+w" in student.stderr
+    assert [p.name for p in shared_tmp.iterdir() if p.is_dir()] == ["run"]  # no temporary folder left behind

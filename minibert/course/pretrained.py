@@ -216,7 +216,8 @@ def export(run, dest, note=None, unfinished=False):
                 "minutes": round(state["seconds"] / 60, 1), "machine": pieces[-1]["machine"] if pieces else machine(),
                 "bf16": state.get("bf16"),
                 "threads": state.get("threads"), "note": note, "pieces": pieces,
-                "evals": state["evals"], "baselines": state["baselines"]}  # the run's learning curve
+                "evals": state["evals"], "baselines": state["baselines"],  # the run's learning curve
+                "data_key": state.get("data_key")}  # a continued piece checks that it trains on the same text
         with open(os.path.join(tmp, "training_args.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         scores = score(tmp)

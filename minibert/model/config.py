@@ -99,6 +99,7 @@ class BertConfig:
         check_attention(self.attn_implementation)
         if self.add_cross_attention and not self.is_decoder:
             raise ValueError("add_cross_attention=True needs is_decoder=True: only a decoder attends to an encoder")
+        check_size(self)
 
     # ---- presets sized for this course: the shapes of Google's small BERTs (Turc et al., 2019) ----
     # Without dropout: the course's runs are minutes long and see each sentence a few times, too
@@ -202,6 +203,20 @@ class BertConfig:
 
 
 ATTENTION_IMPLEMENTATIONS = (None, "eager", "sdpa")
+
+
+def check_size(config):
+    """Refuse a config whose weights alone would not fit in this machine's memory, before anything is
+    allocated: a vocab_size or num_hidden_layers with a few zeros too many would take minutes to fail."""
+    import psutil
+    h = config.hidden_size
+    layer = (8 if config.add_cross_attention else 4) * h * h + 2 * h * config.intermediate_size  # attention, feed-forward
+    n = (config.vocab_size + config.max_position_embeddings + config.type_vocab_size) * h + config.num_hidden_layers * layer
+    need, total = 4 * n, psutil.virtual_memory().total
+    if need > total:
+        raise ValueError(f"a model of this config has {n / 1e9:,.1f} billion weights ({need / 2**30:,.0f} GB as float32: "
+                         f"vocab_size {config.vocab_size:,}, {config.num_hidden_layers:,} layers of width {h:,}), more "
+                         f"than this machine's memory ({total / 2**30:,.0f} GB): check those sizes")
 
 
 def check_attention(name):

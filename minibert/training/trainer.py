@@ -263,7 +263,7 @@ class Trainer:
         self.step, self.seconds, self.history, self.evals = 0, 0.0, [], []
         self.progress_bar, self.verbose = progress and self.rank == 0, verbose and self.rank == 0
         self.fresh_examples, self.orders, self.drawn = fresh_examples, {}, {}
-        self.run_key, self.saved_step, self.documents_in_memory = None, 0, False
+        self.run_key, self.data_key, self.saved_step, self.documents_in_memory = None, None, 0, False
         # Where each piece of the run trained (a run may be resumed, or continued on another machine from
         # exported weights), and the step where a fresh optimizer began (None: the run's own, from step 0).
         self.pieces, self.restart = [], None
@@ -401,7 +401,8 @@ class Trainer:
                 self.tokenizer.save_pretrained(tmp)
                 torch.save({"optimizer": self.optimizer.state_dict(), "rng": ranks}, os.path.join(tmp, TENSORS_FILE))
                 state = {"args": dataclasses.asdict(self.args), "step": self.step, "seconds": self.seconds,
-                         "world_size": self.world, "run_key": self.run_key, "finished": finished,
+                         "world_size": self.world, "run_key": self.run_key, "data_key": self.data_key,
+                         "finished": finished,
                          "documents_in_memory": self.documents_in_memory, "bf16": self.bf16,
                          "threads": torch.get_num_threads(), "pieces": self.pieces, "restart": self.restart,
                          "history": self.history, "evals": self.evals, "baselines": self.baselines}
@@ -576,6 +577,11 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
     if model.config.vocab_size < len(tokenizer):
         raise ValueError(f"the model's vocab_size ({model.config.vocab_size}) is smaller than the tokenizer's "
                          f"({len(tokenizer)})")
+    if resume or exported:
+        check_finite(model, out if resume else continue_from)
+    data = data_key(train_examples, heldout_examples)
+    if resume or exported:
+        check_same_data(read_state(out) if resume else exported, data, out if resume else continue_from)
     key = None if resume or exported else run_key(args, train_examples, model)
     if reuse and out and os.path.isfile(os.path.join(out, STATE_FILE)):
         saved = read_state(out)
@@ -585,13 +591,38 @@ def train_run(objective, preset, config, model, corpus, tokenizer, out, resume, 
         check_writable(out)  # it trains after all
     trainer = Trainer(model, tokenizer, train_examples, heldout_examples, args, out, save_every, progress, verbose,
                       fresh_examples=redraw)
-    trainer.run_key = key
+    trainer.run_key, trainer.data_key = key, data
     trainer.documents_in_memory = corpus is not None  # then `python -m minibert eval` cannot rebuild them
     if resume:
         trainer.restore(out)
     if exported:
         trainer.continue_from(exported)
     return trainer.train(callback)
+
+
+def data_key(train_examples, heldout_examples):
+    """A fingerprint of the examples a run trains on and is scored on: a resume, an eval or a continued piece
+    compares it with the one the run recorded."""
+    return fingerprint([e["input_ids"] for e in train_examples], [e["input_ids"] for e in heldout_examples])
+
+
+def check_same_data(saved, key, folder):
+    """Refuse to go on with other text than the run was trained on: a corpus file edited since, say. The
+    held-out documents could then hold text the run trained on, and its scores would measure memory."""
+    if saved.get("data_key") not in (None, key):  # None: saved before runs recorded it
+        raise ValueError(f"{os.fspath(folder)!r} was trained on other text than the corpus gives now (its file "
+                         "changed since the run was saved?): its held-out documents could now hold text it "
+                         "trained on. Restore the corpus as it was, or start a new run")
+
+
+def check_finite(model, folder):
+    """Weights that are NaN or infinite cannot be trained on from: the file is damaged, or the run had
+    diverged before it was saved."""
+    broken = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
+    if broken:
+        raise ValueError(f"{os.fspath(folder)!r} holds weights that are NaN or infinite ({len(broken)} tensors, e.g. "
+                         f"{broken[0]}): nothing can be trained from them. The file was damaged, or the run had "
+                         "diverged before this save: start again from an earlier save, or anew")
 
 
 def check_out(out, resume):
@@ -623,6 +654,9 @@ def check_writable(path):
     if not os.access(parent, os.W_OK | os.X_OK):
         raise PermissionError(f"cannot save the run in {path!r}: {parent!r} is not writable for you; "
                               "choose a folder of your own")
+    if os.path.isdir(path) and not os.access(path, os.W_OK | os.X_OK):  # a save replaces the folder's files
+        raise PermissionError(f"cannot save the run in {path!r}: the folder is read-only for you; make it "
+                              f"writable (chmod -R u+w {path}) or copy it and resume the copy")
 
 
 def init_prior(model, objective, examples, tokenizer):

@@ -299,3 +299,17 @@ def test_text_the_tokenizer_cannot_read_gets_a_warning_not_a_confident_answer(sh
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # English gets no warning
         mlm.fill_mask(tokenizer, "He drank a cup of [MASK].")
+
+
+@pytest.mark.parametrize("field, value", [("vocab_size", 10**9), ("num_hidden_layers", 10**6)])
+def test_a_config_too_large_for_this_machine_is_refused_before_anything_is_allocated(field, value, tmp_path):
+    """It took 34 s of allocation and then the allocator's error; a config.json with it, too."""
+    import time
+    start = time.perf_counter()
+    with pytest.raises(ValueError, match=rf"billion weights .* more than this machine's memory .*: check those sizes"):
+        minibert.BertConfig(**{field: value})
+    config = minibert.BertConfig.tiny(vocab_size=100).to_dict()
+    (tmp_path / "config.json").write_text(json.dumps({**config, field: value}))
+    with pytest.raises(ValueError, match="more than this machine's memory"):
+        minibert.BertForMaskedLM.from_pretrained(tmp_path)
+    assert time.perf_counter() - start < 10  # refused, not attempted

@@ -62,3 +62,15 @@ def test_the_guard_knows_the_memory_where_there_is_no_proc_file(monkeypatch):
     monkeypatch.setattr(builtins, "open", no_linux_files)
     monkeypatch.setattr(memory.psutil, "virtual_memory", lambda: collections.namedtuple("Memory", "available")(3e9))
     assert memory.available_bytes(torch.device("cpu")) == 3e9
+
+
+def test_an_address_space_limit_counts_as_memory_too():
+    """`ulimit -v` stops allocations as surely as a full RAM; the guard read only RAM and cgroups."""
+    script = ("import psutil, torch\nfrom minibert.training import memory\n"
+              "p = psutil.Process()\np.rlimit(psutil.RLIMIT_AS, (p.memory_info().vms + 2**30, psutil.RLIM_INFINITY))\n"
+              "print(memory.available_bytes(torch.device('cpu')) <= 2**30)\n")
+    if not hasattr(__import__("psutil"), "RLIMIT_AS"):
+        pytest.skip("no address-space limits here (Linux only)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-1000:]

@@ -126,3 +126,38 @@ def test_steps_saved_before_pieces_were_recorded_are_one_piece_of_unknown_machin
     info = json.load(open(tmp_path / "landed" / "training_args.json"))
     assert [(p["from"], p["to"], p["machine"]) for p in info["pieces"]] == [(0, 5, "not recorded")]
     assert info["pieces"][0]["seconds"] == pytest.approx(state["seconds"])
+
+
+def test_a_run_whose_corpus_changed_since_its_save_is_not_resumed_scored_or_continued(piece, text_file, tmp_path):
+    """An edited corpus file moved documents between the training and held-out sides without a word."""
+    run, landed = piece
+    edited = tmp_path / "corpus.txt"
+    text = open(text_file, encoding="utf-8").read()
+    edited.write_text(text.replace("\n\n", "\n\nA new first sentence of every document.\n", 3), encoding="utf-8")
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    state = json.loads((copy / "trainer_state.json").read_text())
+    (copy / "trainer_state.json").write_text(json.dumps({**state, "args": {**state["args"], "corpus": str(edited)}}))
+    with pytest.raises(ValueError, match="was trained on other text than the corpus gives now"):
+        minibert.pretrain(out=copy, resume=True, progress=False, verbose=False)
+    from minibert.cli import main
+    assert main(["eval", str(copy)]) == 2
+    moved = tmp_path / "landed"  # the landed piece, its corpus file edited in place
+    shutil.copytree(landed, moved)
+    info = json.loads((moved / "training_args.json").read_text())
+    (moved / "training_args.json").write_text(json.dumps({**info, "args": {**info["args"], "corpus": str(edited)}}))
+    with pytest.raises(ValueError, match="was trained on other text than the corpus gives now"):
+        minibert.pretrain(continue_from=moved, out=tmp_path / "next", progress=False, verbose=False)
+
+
+def test_a_run_whose_saved_weights_are_nan_is_refused_on_resume_with_what_happened(piece, tmp_path):
+    from safetensors.torch import load_file, save_file
+    run, _ = piece
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    weights = load_file(copy / "model.safetensors")
+    name = next(iter(weights))
+    weights[name] = torch.full_like(weights[name], float("nan"))
+    save_file(weights, copy / "model.safetensors", metadata={"format": "pt"})
+    with pytest.raises(ValueError, match="holds weights that are NaN or infinite .* damaged, or the run had diverged"):
+        minibert.pretrain(out=copy, resume=True, progress=False, verbose=False)
