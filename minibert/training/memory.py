@@ -52,9 +52,12 @@ def available_bytes(device):
     found = [psutil.virtual_memory().available]
     rlimit = getattr(psutil, "RLIMIT_AS", None)  # an address-space limit (ulimit -v; Linux): it stops allocations too
     if rlimit is not None:
-        soft, _ = psutil.Process().rlimit(rlimit)
-        if soft != psutil.RLIM_INFINITY:
-            found.append(soft - psutil.Process().memory_info().vms)
+        try:
+            soft, _ = psutil.Process().rlimit(rlimit)
+            if soft != psutil.RLIM_INFINITY:
+                found.append(soft - psutil.Process().memory_info().vms)
+        except (psutil.Error, OSError):  # /proc unreadable: the limit cannot be weighed, the rest still can
+            pass
     for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
                          ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
         try:
