@@ -128,7 +128,7 @@ def test():
     cores = os.cpu_count() or 2
     threads = str(cores // 2 if cores > 3 else 1)
     command = [PYTHON, "-m", "pytest", "-n", "2", "--dist", "loadfile", *notebooks(), "tests", "--nbval-lax",
-               "--nbval-current-env", "--nbval-cell-timeout=600", "--durations=15"]
+               "--nbval-current-env", "--nbval-cell-timeout=1800", "--durations=15"]
     env = {**os.environ, **OFFLINE, "OMP_NUM_THREADS": threads, **(AVX2 if x86() else {})}
     if subprocess.call(command, env=env, cwd=ROOT) != 0:
         fail("the test suite failed (above)")
