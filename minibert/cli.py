@@ -49,12 +49,8 @@ def load_head(folder, cls, needs=None):
 def check_loaded(folder, model, tokenizer, needs):
     """What would make a command answer garbage without a word: weights that are not numbers, a config that
     contradicts how the weights were trained, a tokenizer from another vocabulary."""
-    import torch
-    broken = [name for name, p in model.named_parameters() if not torch.isfinite(p).all()]
-    if broken:
-        raise ValueError(f"{folder!r} holds weights that are NaN or infinite ({len(broken)} tensors, e.g. {broken[0]}): "
-                         "the run that wrote them diverged; use an earlier checkpoint, or train again with a "
-                         "lower learning rate")
+    from .training.trainer import check_finite
+    check_finite(model, folder)
     if needs == "mlm" and model.config.is_decoder and trained_as(folder) != "BertLMHeadModel":
         raise ValueError(f"{folder!r}: its config.json says is_decoder=true, so the model would read only the words "
                          f"to the left of each position, but the weights were trained as {trained_as(folder)}, "

@@ -40,6 +40,7 @@ def course_run(objective, corpus, tokenizer, **overrides):
     settings = {**dict(preset="tiny", max_length=64, batch_size=32, schedule="linear", eval_examples=256,
                        progress=False), **COURSE_RUNS[objective]}
     settings.update(overrides)
+    settings = {k: v for k, v in settings.items() if v is not None}  # None: the trainer's default, as if unsaid
     settings.setdefault("eval_every", max(1, settings["steps"] // 10))
     shown = ("progress", "verbose", "callback")  # how a run is displayed or watched does not change the run
     tag = fingerprint({k: v for k, v in settings.items() if k not in shown})[:8]  # the run's folder; its key decides reuse
