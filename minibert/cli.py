@@ -41,7 +41,11 @@ def load_head(folder, cls, needs=None):
     from transformers import AutoTokenizer
     if not os.path.isfile(os.path.join(folder, "tokenizer.json")):
         raise ValueError(f"{folder!r} has no tokenizer.json: save the tokenizer beside the model")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except Exception as e:  # the tokenizers library's own errors name no file
+        from .model.hub import damaged
+        raise damaged(os.path.join(folder, "tokenizer.json"), f"{type(e).__name__}: {e}") from None
     check_loaded(folder, model, tokenizer, needs)
     return model, tokenizer
 
@@ -51,7 +55,7 @@ def check_loaded(folder, model, tokenizer, needs):
     contradicts how the weights were trained, a tokenizer from another vocabulary."""
     from .training.trainer import check_finite
     check_finite(model, folder)
-    if needs == "mlm" and model.config.is_decoder and trained_as(folder) != "BertLMHeadModel":
+    if needs == "mlm" and saved_config(folder).get("is_decoder") and trained_as(folder) != "BertLMHeadModel":
         raise ValueError(f"{folder!r}: its config.json says is_decoder=true, so the model would read only the words "
                          f"to the left of each position, but the weights were trained as {trained_as(folder)}, "
                          "reading both sides: set is_decoder to false in config.json")
@@ -117,12 +121,17 @@ def cmd_corpus(a):
         print(load_corpus(a.name))
 
 
-def trained_as(folder):
-    """The architecture a checkpoint's config.json names (BertForPreTraining, BertLMHeadModel, ...)."""
+def saved_config(folder):
+    """A checkpoint's config.json as saved (a class such as BertForCausalLM sets is_decoder when it loads)."""
     from .model.hub import read_config
     read_config(folder)  # a missing or broken config.json is named here
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as f:
-        return (json.load(f).get("architectures") or ["an unnamed architecture"])[0]
+        return json.load(f)
+
+
+def trained_as(folder):
+    """The architecture a checkpoint's config.json names (BertForPreTraining, BertLMHeadModel, ...)."""
+    return (saved_config(folder).get("architectures") or ["an unnamed architecture"])[0]
 
 
 def cmd_fill_mask(a):
@@ -163,12 +172,10 @@ def cmd_next_sentence(a):
 
 def pair_task_of(folder):
     """"sop" for a checkpoint trained on sentence order, as its run state or its export records, else "nsp"."""
-    for name in (STATE_FILE, "training_args.json"):  # a run folder, an exported checkpoint
-        file = os.path.join(folder, name)
-        if os.path.isfile(file):
-            with open(file, encoding="utf-8") as f:
-                args = json.load(f).get("args", {})
-            return "sop" if "sop" in str(args.get("objective", "")) else "nsp"
+    from .training.trainer import read_exported, read_state
+    for name, read in ((STATE_FILE, read_state), ("training_args.json", read_exported)):  # a run, an export
+        if os.path.isfile(os.path.join(folder, name)):
+            return "sop" if "sop" in str(read(folder).get("args", {}).get("objective", "")) else "nsp"
     return "nsp"
 
 

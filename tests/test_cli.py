@@ -261,6 +261,22 @@ def test_a_checkpoint_that_would_answer_garbage_is_refused_with_what_is_wrong(ru
     assert all("Traceback" not in o for o in (out.stderr,))
 
 
+def test_a_damaged_file_of_a_run_is_named_by_its_path(runs, tmp_path, refuse):
+    import shutil
+    for name, command in (("trainer_state.json", ("eval",)), ("tokenizer.json", ("fill-mask",))):
+        folder = tmp_path / name
+        shutil.copytree(runs / "mlm+nsp", folder)
+        file = folder / name
+        file.write_bytes(file.read_bytes()[:100])  # an interrupted copy
+        out = refuse(*command, folder, *(["the [MASK] was hot."] if command == ("fill-mask",) else []))
+        assert out.returncode == 2 and f"{str(file)!r} cannot be read" in out.stderr, out.stderr
+
+
+def test_generate_on_a_masked_lm_says_what_it_is_and_generates(runs):
+    out = cli("generate", runs / "mlm+nsp", "the river", "--max-new-tokens", 3)
+    assert out.stdout.startswith("the river") and "not as a causal LM" in out.stderr
+
+
 def test_a_disk_that_fills_up_during_a_command_is_one_line(tmp_path, refuse, monkeypatch):
     import errno
 

@@ -29,7 +29,7 @@ from ..data.examples import check_documents, make_lm_examples, make_nsp_examples
 from ..data.tokenizer import train_tokenizer
 from ..model import heads
 from ..model.config import BertConfig
-from ..model.hub import atomic_folder, disk_full, write_weights
+from ..model.hub import atomic_folder, damaged, disk_full, write_weights
 from .metrics import baselines, evaluate, format_metrics, target_tokens
 from .memory import check_memory
 from .objectives import OBJECTIVES, check_objective, make_collator, model_inputs
@@ -458,8 +458,11 @@ def read_state(path):
     if not os.path.isfile(file):
         raise ValueError(f"{path!r} is not a minibert training run (no {STATE_FILE}); "
                          "train one with `python -m minibert pretrain --out DIR`")
-    with open(file, encoding="utf-8") as f:
-        return json.load(f)
+    try:
+        with open(file, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:  # JSONDecodeError is a ValueError
+        raise damaged(file, f"it is not valid JSON ({e})") from None
 
 
 def read_exported(folder):
