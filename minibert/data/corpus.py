@@ -274,7 +274,8 @@ def split_corpus(corpus, heldout=0.1, seed=0):
     if not 0 < heldout < 1:
         raise ValueError(f"heldout must be a fraction between 0 and 1, got {heldout}")
     if len(corpus) < 2:
-        raise ValueError("a train/held-out split needs at least two documents")
+        raise ValueError(f"a train/held-out split needs at least two documents, and this corpus has {len(corpus)} (in a "
+                         "text file a blank line ends a document: a file without one is a single document)")
     order = sorted(range(len(corpus)), key=lambda i: hashlib.md5(f"{seed}:{corpus[i][0]}".encode()).hexdigest())
     n_held = max(1, round(heldout * len(corpus)))
     held = set(order[:n_held])

@@ -183,3 +183,9 @@ def test_a_text_file_with_one_paragraph_per_line_keeps_all_its_words(tmp_path, c
     assert sum(len(s.split()) for d in docs for s in d) == sum(len(p.split()) for p in paragraphs) + 250
     assert max(len(s.split()) for d in docs for s in d) <= 100
     assert "had more than 100 words (no full stops?): each was cut into pieces" in capsys.readouterr().out
+
+
+def test_a_text_file_without_a_blank_line_is_one_document_and_the_split_says_so(tmp_path, corpus):
+    (tmp_path / "one.txt").write_text("\n".join(" ".join(doc) for doc in corpus[:20]) + "\n")
+    with pytest.raises(ValueError, match=r"has 1 \(in a text file a blank line ends a document"):
+        minibert.split_corpus(load_corpus(str(tmp_path / "one.txt")))
