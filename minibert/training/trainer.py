@@ -639,6 +639,9 @@ def check_out(out, resume):
         raise ValueError(f"out={os.fspath(out)!r} is a file; a checkpoint is a folder: choose another path")
     ours = os.path.isfile(os.path.join(path, STATE_FILE))
     if resume and not ours:
+        if os.path.isdir(os.path.dirname(path)):  # a run before its first save is named as in training, with its process
+            with training_lock(path):
+                pass
         raise ValueError(f"{os.fspath(out)!r} is not a minibert training run (no {STATE_FILE}): nothing to resume")
     if os.path.isdir(path) and not ours and os.listdir(path):
         found = sorted(os.listdir(path))

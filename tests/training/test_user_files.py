@@ -212,3 +212,18 @@ def test_a_run_folder_is_trained_by_one_process_at_a_time(small, tmp_path):
     resumed = subprocess.run(command + ["--steps", "4", "--resume"], env=env, capture_output=True, text=True,
                              timeout=120)  # once it is gone, the folder is free again
     assert resumed.returncode == 0, resumed.stderr
+    # a --resume before the first save finds no trainer_state.json; it is refused as in training all the same
+    fresh = tmp_path / "fresh"
+    first = subprocess.Popen([*command[:-1], str(fresh), "--steps", "100000"], env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / ".fresh.trainer").exists():  # the first holds the folder's lock
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        refused = subprocess.run([*command[:-1], str(fresh), "--steps", "10", "--resume"], env=env,
+                                 capture_output=True, text=True, timeout=120)
+        assert f"is being trained by process {first.pid}" in refused.stderr, refused.stderr
+    finally:
+        first.kill()
+        first.wait(timeout=30)
