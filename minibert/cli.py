@@ -55,9 +55,11 @@ def check_loaded(folder, model, tokenizer, needs):
     contradicts how the weights were trained, a tokenizer from another vocabulary."""
     from .training.trainer import check_finite
     check_finite(model, folder)
-    if needs == "mlm" and saved_config(folder).get("is_decoder") and trained_as(folder) != "BertLMHeadModel":
+    config = saved_config(folder) if needs == "mlm" else {}
+    trained = trained_as(folder, config) if config else None
+    if config.get("is_decoder") and trained != "BertLMHeadModel":
         raise ValueError(f"{folder!r}: its config.json says is_decoder=true, so the model would read only the words "
-                         f"to the left of each position, but the weights were trained as {trained_as(folder)}, "
+                         f"to the left of each position, but the weights were trained as {trained}, "
                          "reading both sides: set is_decoder to false in config.json")
     if len(tokenizer) != model.config.vocab_size or tokenizer.pad_token_id != model.config.pad_token_id:
         raise ValueError(f"{folder!r}: its tokenizer ({len(tokenizer):,} tokens, [PAD] = {tokenizer.pad_token_id}) "
@@ -129,9 +131,9 @@ def saved_config(folder):
         return json.load(f)
 
 
-def trained_as(folder):
+def trained_as(folder, config=None):
     """The architecture a checkpoint's config.json names (BertForPreTraining, BertLMHeadModel, ...)."""
-    return (saved_config(folder).get("architectures") or ["an unnamed architecture"])[0]
+    return ((config or saved_config(folder)).get("architectures") or ["an unnamed architecture"])[0]
 
 
 def cmd_fill_mask(a):

@@ -527,7 +527,10 @@ def pretrain(objective=None, preset=None, *, config=None, model=None, corpus=Non
     if out is None or int(os.environ.get("RANK", "0")) != 0:  # under torchrun, process 0 holds the folder
         return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
                          progress, verbose, callback, kwargs, continue_from)
-    with training_lock(check_out(out, resume), wait=reuse):  # reuse waits for a run that is being trained
+    path = run_folder(out)
+    if resume and not os.path.isdir(os.path.dirname(path)):  # nothing to resume: said before the lock makes a folder
+        check_out(out, resume)
+    with training_lock(path, wait=reuse):  # reuse waits for a run that is being trained; the others are refused
         return train_run(objective, preset, config, model, corpus, tokenizer, out, resume, reuse, save_every,
                          progress, verbose, callback, kwargs, continue_from)
 
@@ -628,20 +631,23 @@ def check_finite(model, folder):
                          "diverged before this save: start again from an earlier save, or anew")
 
 
-def check_out(out, resume):
-    """The absolute folder a run saves into, checked before the first step: new or empty, or a training
-    run of ours (to resume, to reuse, or to replace); never a folder of other files, a file, or "". A
-    symlink is followed, so that the link stays a link."""
+def run_folder(out):
+    """The absolute folder a run saves into; never "" or a file. A symlink is followed, so that the
+    link stays a link."""
     if os.fspath(out) == "":
         raise ValueError('out="" names no folder: give the folder to save the run in (or out=None to keep nothing)')
     path = os.path.realpath(out)
     if os.path.exists(path) and not os.path.isdir(path):
         raise ValueError(f"out={os.fspath(out)!r} is a file; a checkpoint is a folder: choose another path")
+    return path
+
+
+def check_out(out, resume):
+    """The run folder (`run_folder`), checked before the first step once this process holds it: new or
+    empty, or a training run of ours (to resume, to reuse, or to replace); never a folder of other files."""
+    path = run_folder(out)
     ours = os.path.isfile(os.path.join(path, STATE_FILE))
     if resume and not ours:
-        if os.path.isdir(os.path.dirname(path)):  # a run before its first save is named as in training, with its process
-            with training_lock(path):
-                pass
         raise ValueError(f"{os.fspath(out)!r} is not a minibert training run (no {STATE_FILE}): nothing to resume")
     if os.path.isdir(path) and not ours and os.listdir(path):
         found = sorted(os.listdir(path))
