@@ -86,7 +86,12 @@ def measure(text, kind, *values):
     """One assertion's record: its text, whether it holds, and its margin (positive: on the passing side)."""
     if kind == "holds":
         return {"assertion": text, "holds": bool(values[0]), "margin": None, "value": None, "bound": None}
-    left, right = (float(v) for v in values)
+    try:
+        left, right = (float(v) for v in values)
+    except TypeError:  # not numbers (sets: a <= b says a is a subset of b): whether it holds, without a margin
+        a, b = values if kind == "upper" else values[::-1]
+        return {"assertion": text, "holds": bool(a <= b if "=" in text else a < b), "margin": None, "value": None,
+                "bound": None}
     value, bound = (left, right)
     margin = right - left if kind == "upper" else left - right
     return {"assertion": text, "holds": margin > 0 or (margin == 0 and "=" in text), "margin": margin,

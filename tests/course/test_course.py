@@ -179,6 +179,19 @@ def test_the_robustness_command_refuses_a_misspelt_setting_or_notebook_before_ru
     assert stop.value.code == 0 and "KIND-PRECISION-SEED" in capsys.readouterr().out
 
 
+def test_the_robustness_record_of_an_assertion_gives_its_margin_or_for_sets_whether_it_holds():
+    """Every lesson assertion is recorded in each setting; one comparing sets (the masking decisions a
+    sentence shows) holds or not, with no margin, instead of stopping the notebook."""
+    from minibert.course.robustness import measure
+    assert measure("a < 0.5", "upper", 0.2, 0.5) == {"assertion": "a < 0.5", "holds": True, "margin": 0.3,
+                                                     "value": 0.2, "bound": 0.5}
+    assert measure("a > 0.5", "lower", 0.2, 0.5)["holds"] is False
+    assert measure("{1, 2} <= seen", "upper", {1, 2}, {0, 1, 2})["holds"] is True
+    assert measure("{1, 3} <= seen", "upper", {1, 3}, {0, 1, 2}) == {"assertion": "{1, 3} <= seen", "holds": False,
+                                                                     "margin": None, "value": None, "bound": None}
+    assert measure("seen > {1}", "lower", {0, 1}, {1})["holds"] is True
+
+
 def test_every_notebook_opens_with_the_colab_cell_made_from_the_one_repository_address():
     import tomllib
     from minibert.course.notebooks import colab_cell
