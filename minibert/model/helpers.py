@@ -16,11 +16,10 @@ from numbers import Integral
 
 import torch
 
-from . import labels as label_rules  # label_rules.shift_labels: the methods have an argument of that name
-from .checks import as_tensor, check_labels
+from . import losses  # losses.shift_labels: the methods have an argument of that name
+from .checks import as_tensor
 from .generation import positions_from_mask
-from .labels import IGNORE_INDEX
-from .losses import token_loss
+from .losses import IGNORE_INDEX, check_labels, cross_entropy, next_token_loss
 from .scoring import pseudo_perplexity
 
 
@@ -127,12 +126,13 @@ class CausalLMHelpers:
         labels = as_tensor("labels", labels, self.device)
         if ignore_index == IGNORE_INDEX:  # token ids of this vocabulary, or -100
             check_labels("labels", labels, labels.shape, self.config.vocab_size)
-        return token_loss(self(**inputs, return_dict=True).logits, labels, shift_labels, ignore_index, reduction)
+        loss = next_token_loss if shift_labels else cross_entropy  # shift_labels=False: shifted already
+        return loss(self(**inputs, return_dict=True).logits, labels, ignore_index, reduction or "none")
 
     @torch.no_grad()
     def get_perplexity(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
         labels = as_tensor("labels", labels, self.device)
-        scored = label_rules.shift_labels(labels, ignore_index) if shift_labels else labels
+        scored = losses.shift_labels(labels, ignore_index) if shift_labels else labels
         if not (scored != ignore_index).any():
             return torch.tensor(float("nan"))  # nothing to score: not the 1.0 of a perfect model
         return self.get_loss(labels, shift_labels=shift_labels, ignore_index=ignore_index, **inputs).exp()
@@ -144,7 +144,7 @@ class CausalLMHelpers:
         labels = as_tensor("labels", labels, self.device)
         predictions = self.predict_token_ids(**inputs)  # (B, T)
         if shift_labels:
-            labels = label_rules.shift_labels(labels, ignore_index)  # position t is scored on token t+1
+            labels = losses.shift_labels(labels, ignore_index)  # position t is scored on token t+1
         scored = labels != ignore_index
         if not scored.any():
             return torch.tensor(float("nan"))  # nothing to score: no accuracy, not 0 and not 1

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from .labels import IGNORE_INDEX
+from .losses import IGNORE_INDEX
 
 
 @torch.no_grad()
