@@ -1,5 +1,5 @@
 """Scores of sentences from a masked LM: the pseudo-log-likelihood (each token masked in turn and
-scored). BertForMaskedLM.get_perplexity, the CLI's eval and the course's minimal pairs use it."""
+scored). BertForMaskedLM.get_pseudo_perplexity, the CLI's eval and the course's minimal pairs use it."""
 
 import math
 
