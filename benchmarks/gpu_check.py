@@ -31,6 +31,7 @@ import transformers  # noqa: E402
 import minibert  # noqa: E402
 import train_step  # noqa: E402
 from minibert.course import pretrained  # noqa: E402
+from minibert.training.trainer import machine  # noqa: E402
 
 PAIRS = {  # minibert's class -> transformers' class with the same weights
     minibert.BertModel: transformers.BertModel,
@@ -180,7 +181,7 @@ def main():
     if device.type == "cuda" and not torch.cuda.is_available():
         print("no CUDA device here: run this where torch.cuda.is_available(), or try it with --device cpu --quick")
         return 2
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else pretrained.machine()
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else machine()
     bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
     print(f"{name}; torch {torch.__version__}, transformers {transformers.__version__}, bf16 {'on' if bf16 else 'off'}")
     os.environ["MINIBERT_CACHE"] = tempfile.mkdtemp(prefix="minibert-gpu-check-")  # every run trains here

@@ -20,7 +20,7 @@ import statistics
 
 from scored_run import train_and_score
 
-from minibert.course import pretrained
+from minibert.training.trainer import machine
 
 VARIANTS = {  # name -> (schedule, warm-up share)
     "linear": ("linear", 0.05),
@@ -40,7 +40,7 @@ def main():
     parser.add_argument("--lr", type=float, default=1e-3, help="peak learning rate")
     parser.add_argument("--runs", default="runs/schedule", help="folder of the training runs")
     args = parser.parse_args()
-    print(f"machine: {pretrained.machine()}; mlm, tiny preset, {args.steps} steps of 64 x 64 tokens, "
+    print(f"machine: {machine()}; mlm, tiny preset, {args.steps} steps of 64 x 64 tokens, "
           f"peak lr {args.lr:g}")
     print(f"{'variant':>15} {'seed':>5} {'accuracy %':>11} {'most frequent %':>16} {'loss':>6} "
           f"{'blanks top-1 %':>15} {'top-5 %':>8} {'minutes':>8}")

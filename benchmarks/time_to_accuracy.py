@@ -29,7 +29,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from minibert.training.metrics import evaluate  # noqa: E402
-from minibert.course.pretrained import machine  # noqa: E402
+from minibert.training.trainer import machine  # noqa: E402
 from minibert.training.trainer import BertConfig, TrainArgs, default_lr, init_prior, learning_rate, model_class, prepare_data, pretrain, resolve_bf16
 
 

@@ -202,7 +202,7 @@ def bench(vocab, steps, bf16):
 
 
 def cpu_name():
-    from minibert.course.pretrained import machine
+    from minibert.training.trainer import machine
     return machine()
 
 

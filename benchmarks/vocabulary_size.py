@@ -20,7 +20,7 @@ import os
 from scored_run import train_and_score
 
 import minibert
-from minibert.course import pretrained
+from minibert.training.trainer import machine
 from minibert.data.blanks import EVERYDAY_BLANKS
 
 
@@ -38,7 +38,7 @@ def main():
     args = parser.parse_args()
     corpus = minibert.load_corpus()
     _, heldout_docs = minibert.split_corpus(corpus)
-    print(f"machine: {pretrained.machine()}; mlm, tiny preset, {args.steps} steps of 64 x 64 tokens, lr 1e-3, wsd")
+    print(f"machine: {machine()}; mlm, tiny preset, {args.steps} steps of 64 x 64 tokens, lr 1e-3, wsd")
     print(f"{'vocabulary':>10} {'tokens/word':>12} {'accuracy %':>11} {'most frequent %':>16} {'loss':>6} "
           f"{'blanks top-1 %':>15} {'top-5 %':>8} {'fillable':>9} {'minutes':>8}")
     for size in args.vocab_sizes:

@@ -80,3 +80,17 @@ def test_an_old_transformers_is_named_at_import(tmp_path):
     assert "transformers 4.57.0 is installed, but minibert needs transformers<6,>=5.24" in result.stderr
     ok = subprocess.run([sys.executable, "-c", "import minibert"], capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
+
+
+def test_every_name_the_benchmarks_import_from_minibert_exists():
+    """`make benchmark` runs scripts that import from the package inside their functions too: a name that
+    moved (machine() went from the course to the trainer) fails there only after minutes of timing."""
+    import ast
+    import importlib
+    for script in sorted((ROOT / "benchmarks").glob("*.py")):
+        for node in ast.walk(ast.parse(script.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minibert"):
+                module = importlib.import_module(node.module)
+                for alias in node.names:
+                    assert hasattr(module, alias.name) or importlib.util.find_spec(f"{node.module}.{alias.name}"), \
+                        f"{script.name}: from {node.module} import {alias.name}: no such name"
