@@ -3,7 +3,7 @@ against spelled out (q @ k.T, softmax, @ v), in fp32 and under bf16 autocast.
 
     python benchmarks/attention.py
 
-This is the measurement behind `minibert.model.fast.writes_attention_out`: on a CPU, in bf16, the fused
+This is the measurement behind `minibert.model.bert.writes_attention_out`: on a CPU, in bf16, the fused
 kernel's backward pass is slow for short sequences, so training spells attention out there. Shapes: the
 course's tiny preset (64 sequences of 64 tokens, 2 heads), the mini preset, and longer sequences. Steps
 alternate between the two paths; the medians are printed. Not a test: a script that prints figures.
@@ -15,8 +15,7 @@ import time
 import torch
 
 import minibert
-from minibert.model.bert import MultiHeadAttention
-from minibert.model.fast import writes_attention_out
+from minibert.model.bert import MultiHeadAttention, writes_attention_out
 
 SHAPES = [  # (batch, tokens, hidden, heads)
     (64, 64, 128, 2),
@@ -29,7 +28,7 @@ SHAPES = [  # (batch, tokens, hidden, heads)
 
 def step(layer, x, mask, bf16):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-        y = layer(x, bias=mask)
+        y = layer(x, bias=mask).output
     y.float().sum().backward()
 
 
@@ -39,15 +38,16 @@ def time_paths(batch, tokens, hidden, heads, bf16, repeats=12):
     layer = MultiHeadAttention(config).train()
     x = torch.randn(batch, tokens, hidden, requires_grad=True)
     mask = torch.zeros(batch, 1, 1, tokens)  # an additive padding mask that hides nothing
-    paths = {"fused": True, "spelled out": False}  # the layer's switch, set for each timing
+    paths = {"fused": "sdpa", "spelled out": "eager"}  # the config's attn_implementation, set for each timing
     times = {name: [] for name in paths}
     for i in range(repeats + 2):
-        for name, fused in paths.items():
-            layer.fused = fused
+        for name, implementation in paths.items():
+            config.attn_implementation = implementation
             start = time.perf_counter()
             step(layer, x, mask, bf16)
             if i >= 2:  # the first two are warm-up
                 times[name].append(time.perf_counter() - start)
+    config.attn_implementation = None  # minibert's choice
     taken = "spelled out" if writes_attention_out(config, True, "cpu", bf16, tokens) else "fused"
     return {name: 1000 * statistics.median(t) for name, t in times.items()}, taken
 

@@ -45,7 +45,7 @@ from .data import (DECISIONS, CausalLMCollator, Corpus, MLMCollator, class_balan
 from .model import (PRESETS, BertConfig, BertForCausalLM, BertForMaskedLM, BertForNextSentencePrediction,
                     BertForPreTraining, BertForSequenceClassification, BertLMHeadModel, BertModel, ModelOutput)
 from .model.generation import sample_next_token
-from .model.labels import check_causal_labels, shift_labels
+from .model.losses import check_causal_labels, shift_labels
 from .model.scoring import pseudo_perplexity
 from .training import Comparison, Interval, PretrainResult, TrainArgs, Trainer, baselines, block_documents, bootstrap, \
     compare, evaluate, load_result, pretrain, proportion

@@ -74,15 +74,9 @@ def share_like_any_file(path):
             os.chmod(os.path.join(root, f), 0o666 & ~umask)
 
 
-# The modules whose code decides a trained model: a change to any of them is a new result.
-TRAINING_CODE = ("values.py", "model/config.py", "model/bert.py", "model/heads.py", "model/losses.py", "model/fast.py",
-                 "model/compat.py", "model/labels.py", "data/examples.py", "data/collators.py", "training/objectives.py",
-                 "training/metrics.py", "training/trainer.py", "training/memory.py", "model/hub.py")
-
-
 def fingerprint(*parts, code=(), files=(), blobs=()):
     """The one rule for naming a cached result: a hash of all that decides it. parts: settings and data
-    (plain_data); code: file names of minibert modules whose source decides it (TRAINING_CODE for a
+    (plain_data); code: file names of minibert modules whose source decides it (trainer.TRAINING_CODE for a
     trained model); files: paths whose bytes decide it (a checkpoint's weights); blobs: bytes (initial
     weights). A change to any of them gives another name, so an old result is never read for a new one."""
     h = hashlib.sha256(json.dumps(plain_data(parts), sort_keys=True).encode())

@@ -2,7 +2,7 @@
 
     base       values.py: the value checks every room shares; cache.py: the cache folder, whole-file
                writes, locks, permissions
-    model      model/: config, encoder, heads, generation, outputs, input checks, label rules, fast paths,
+    model      model/: config, encoder, heads, losses and label rules, generation, outputs, input checks,
                transformers habits, checkpoint files, scoring
     data       data/: corpus, tokenizer, examples, collators, the everyday blanks
     training   training/: objectives, the trainer, metrics, probes, fine-tuning

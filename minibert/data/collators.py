@@ -13,7 +13,7 @@ import torch
 
 from ..model.checks import as_tensor, check_ids
 from ..values import check_value, is_number
-from ..model.labels import IGNORE_INDEX
+from ..model.losses import IGNORE_INDEX
 from .examples import check_share, special_ids
 
 NOT_SELECTED, MASKED, RANDOM, KEPT = 0, 1, 2, 3  # what MLMCollator did at each position

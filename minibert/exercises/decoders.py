@@ -4,7 +4,7 @@ import copy
 
 import torch
 
-from ..model.labels import IGNORE_INDEX
+from ..model.losses import IGNORE_INDEX
 from .framework import CLS, PAD, SEP, Slip, exercise, judge_answer
 
 EX = "09"

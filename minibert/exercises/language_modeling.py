@@ -5,7 +5,7 @@ import numbers
 import torch
 import torch.nn.functional as F
 
-from ..model.labels import IGNORE_INDEX, shift_labels
+from ..model.losses import IGNORE_INDEX, shift_labels
 from .framework import Slip, exercise, judge_answer, same_number, tensor_of_shape
 
 EX = "03"

@@ -2,7 +2,7 @@
 
 import torch
 
-from ..model.labels import IGNORE_INDEX
+from ..model.losses import IGNORE_INDEX
 from .framework import CLS, MASK, PAD, SEP, Slip, exercise, judge_answer, same_number
 
 EX = "04"

@@ -5,7 +5,7 @@ import inspect
 import torch
 import torch.nn.functional as F
 
-from ..model.labels import IGNORE_INDEX
+from ..model.losses import IGNORE_INDEX
 from .framework import CLS, MASK, SEP, Slip, exercise, expect, judge_answer, same_number
 
 EX = "06"

@@ -4,23 +4,27 @@ Embeddings -> N x BertLayer (attention, add & norm, feed-forward, add & norm) ->
 The same blocks run as a decoder (causal self-attention, optional cross-attention, a key/value
 cache) for BertForCausalLM.
 
-This file is the model and nothing else. What users build adds, each from one place:
-    heads.py   the task heads, and the classes users build (minibert.BertModel, BertForMaskedLM, ...)
-    compat.py  what transformers' tools expect of those classes (from_pretrained, embeddings, checkpointing)
-    fast.py    the speed tricks, switched on for every model those classes build (fast.speed_up)
+One forward pass of a model with labels reads three files: heads.py (the task heads, which call
+BertModel), this file (the encoder), losses.py (the losses and the label rules). Each module has one
+entry point, its forward, and what it does is decided here, by its arguments, its config and
+self.training. The speed tricks are named where they act:
+    Dropout                 nn.Dropout with a cheaper random mask on the CPU (at the end of this file)
+    writes_attention_out    which of two equal attention paths is the faster (beside attention())
+    positions               the last layer computes only the rows a head reads (BertEncoder)
 
 Left out on purpose: TensorFlow loading, head pruning.
 """
 
-import dataclasses
 import math
 from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 from torch import nn
 
 from .checks import check_inputs
+from .compat import TransformersHabits
 from .config import ACT2FN, as_minibert_config
 from .outputs import ModelOutput, model_output
 
@@ -34,7 +38,7 @@ class BertEmbeddings(nn.Module):
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids=None, token_type_ids=None, position_ids=None, inputs_embeds=None, past_length=0):
         x = self.word_embeddings(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, C)
@@ -63,8 +67,24 @@ def attention(q, k, v, bias=None, is_causal=False, dropout=None):
     return (weights if dropout is None else dropout(weights)) @ v, weights
 
 
+WRITTEN_OUT_MAX_POSITIONS = 256  # in bf16 on a CPU, up to this many positions attention is written out
+
+
+def writes_attention_out(config, training, device_type, bf16, keys):
+    """Does attention take attention() above rather than PyTorch's fused kernel, which computes the same
+    numbers? config.attn_implementation "eager" always, "sdpa" never; left to minibert (None), only where
+    it is the faster path: training on a CPU with attention dropout (the fused kernel draws its mask
+    slowly there), or in bf16 with up to 256 keys (the fused kernel's backward pass is the slower one
+    there); benchmarks/attention.py times both."""
+    if config.attn_implementation is not None:
+        return config.attn_implementation == "eager"
+    return training and device_type == "cpu" and (
+        config.attention_probs_dropout_prob > 0 or (bf16 and keys <= WRITTEN_OUT_MAX_POSITIONS))
+
+
 class Attended(NamedTuple):
-    """What attend() returns: the output, the weights (None unless asked for) and the keys and values."""
+    """What an attention module returns: the output, the weights (None unless asked for) and the keys and
+    values."""
     output: torch.Tensor  # (B, T, C)
     weights: torch.Tensor | None  # (B, nh, T, S)
     cache: tuple  # (k, v), each (B, nh, S, hs): what a later decoding step reads instead of computing again
@@ -84,22 +104,16 @@ class MultiHeadAttention(nn.Module):
         self.query = nn.Linear(config.hidden_size, config.hidden_size)
         self.key = nn.Linear(config.hidden_size, config.hidden_size)
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
-        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
-        # Two ways to the same result: PyTorch's fused kernel, or attention() written out, which alone can
-        # return the weights. Chosen here from config.attn_implementation ("eager": written out) and again by
-        # set_attn_implementation (compat.py); where it is None, the classes users build take the faster
-        # way for each batch (fast.choose_attention).
-        self.fused = config.attn_implementation != "eager"
+        self.dropout = Dropout(config.attention_probs_dropout_prob)
+        self.config = config  # the model's own: its attn_implementation picks the path (writes_attention_out)
 
     def split_heads(self, x):  # (B, T, C) -> (B, nh, T, hs)
         B, T, _ = x.shape
         return x.view(B, T, self.n_head, self.head_size).transpose(1, 2)
 
-    def forward(self, x, **kwargs):
-        """x (B, T, C) -> (B, T, C). attend() also returns the weights and the keys and values."""
-        return self.attend(x, **kwargs).output
-
-    def attend(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False):
+    def forward(self, x, context=None, bias=None, is_causal=False, cache=None, output_attentions=False):
+        """x (B, T, C) -> Attended: the output (B, T, C), the weights (B, nh, T, S) with output_attentions,
+        and the keys and values (the cache of the next decoding step)."""
         if self.is_cross_attention and cache is not None:
             k, v = cache  # the encoder's keys and values, computed at the first decoding step
         else:
@@ -108,13 +122,14 @@ class MultiHeadAttention(nn.Module):
             if cache is not None:
                 k, v = torch.cat([cache[0], k], dim=2), torch.cat([cache[1], v], dim=2)
         q = self.split_heads(self.query(x))  # (B, nh, T, hs)
-        if self.fused and not output_attentions:  # the fused kernel never makes the weights
+        if output_attentions or writes_attention_out(self.config, self.training, q.device.type,  # only it has weights
+                                                     q.dtype == torch.bfloat16, keys=k.shape[2]):
+            y, weights = attention(q, k, v, bias, is_causal, self.dropout)
+        else:  # the same numbers from PyTorch's fused kernel
             bias = None if bias is None else bias.to(q.dtype)
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, is_causal=is_causal,
                                                dropout_p=self.dropout.p if self.training else 0.0)
             weights = None
-        else:
-            y, weights = attention(q, k, v, bias, is_causal, self.dropout)
         B, _, T, _ = y.shape
         y = y.transpose(1, 2).reshape(B, T, -1)  # (B, T, C): heads side by side again
         return Attended(y, weights if output_attentions else None, (k, v))
@@ -130,7 +145,7 @@ class ResidualNorm(nn.Module):
         super().__init__()
         self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def forward(self, x, residual):
         return self.LayerNorm(self.dropout(self.dense(x)) + residual)
@@ -143,11 +158,8 @@ class BertAttention(nn.Module):
         self.output = ResidualNorm(config, config.hidden_size)
 
     def forward(self, x, **kwargs):
-        """x (B, T, C) -> (B, T, C): attention, then Add & Norm. attend() also returns the weights and cache."""
-        return self.attend(x, **kwargs).output
-
-    def attend(self, x, **kwargs):
-        y, weights, cache = self.self.attend(x, **kwargs)
+        """x (B, T, C) -> Attended: attention, then Add & Norm; the weights and cache as MultiHeadAttention's."""
+        y, weights, cache = self.self(x, **kwargs)
         return Attended(self.output(y, x), weights, cache)  # Add & Norm: y + x, normalised
 
 
@@ -162,7 +174,7 @@ class BertIntermediate(nn.Module):
 
 
 class LayerOutput(NamedTuple):
-    """What a layer's run() returns."""
+    """What a layer returns."""
     hidden_states: torch.Tensor  # (B, T, C)
     attentions: torch.Tensor | None  # (B, nh, T, S), with output_attentions
     cross_attentions: torch.Tensor | None  # (B, nh, T, S_encoder), with output_attentions and an encoder
@@ -180,20 +192,16 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = ResidualNorm(config, config.intermediate_size)
 
-    def forward(self, x, **kwargs):
-        """x (B, T, C) -> (B, T, C). run() also returns the attention weights and the cache."""
-        return self.run(x, **kwargs).hidden_states
-
-    def run(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
-            cache=None, output_attentions=False):
+    def forward(self, x, context=None, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
+                cache=None, output_attentions=False):
         """x (B, T, C) -> LayerOutput. context: what self-attention reads, when x holds only some of its
         positions (see BertEncoder). cache: this layer's keys and values of the earlier decoding steps."""
         self_cache, cross_cache = (cache[:2], cache[2:] or None) if cache is not None else (None, None)
-        x, attentions, self_cache = self.attention.attend(x, context=context, bias=bias, is_causal=is_causal,
-                                                          cache=self_cache, output_attentions=output_attentions)
+        x, attentions, self_cache = self.attention(x, context=context, bias=bias, is_causal=is_causal,
+                                                   cache=self_cache, output_attentions=output_attentions)
         cross_attentions = None
         if hasattr(self, "crossattention") and (encoder_hidden_states is not None or cross_cache):
-            x, cross_attentions, cross_cache = self.crossattention.attend(
+            x, cross_attentions, cross_cache = self.crossattention(
                 x, context=encoder_hidden_states, bias=encoder_bias, cache=cross_cache,
                 output_attentions=output_attentions)
         x = self.output(self.intermediate(x), x)  # feed-forward, Add & Norm
@@ -212,6 +220,9 @@ class BertEncoder(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+        # n > 0: in training, every n-th layer keeps none of its activations and computes them again in the
+        # backward pass (less memory, about a third more time); set by activation_checkpointing_enable
+        self.checkpoint_every = 0
 
     def forward(self, x, bias=None, is_causal=False, encoder_hidden_states=None, encoder_bias=None,
                 past_key_values=None, output_attentions=False, positions=None):
@@ -224,10 +235,13 @@ class BertEncoder(nn.Module):
             context = None
             if positions is not None and i == len(self.layer) - 1:  # (B, K, C) queries, (B, T, C) keys and values
                 context, x = x, gather_rows(x, positions)
-            out = layer.run(x, context=context, bias=bias, is_causal=is_causal,
-                            encoder_hidden_states=encoder_hidden_states, encoder_bias=encoder_bias,
-                            cache=past_key_values[i] if past_key_values else None,
-                            output_attentions=output_attentions)
+            inputs = dict(context=context, bias=bias, is_causal=is_causal, encoder_hidden_states=encoder_hidden_states,
+                          encoder_bias=encoder_bias, cache=past_key_values[i] if past_key_values else None,
+                          output_attentions=output_attentions)
+            if self.training and self.checkpoint_every and i % self.checkpoint_every == 0:
+                out = torch.utils.checkpoint.checkpoint(layer, x, use_reentrant=False, **inputs)
+            else:
+                out = layer(x, **inputs)
             x = out.hidden_states
             hidden_states += (x,)
             attentions += (out.attentions,)
@@ -262,8 +276,9 @@ def attention_bias(attention_mask, q_len, k_len, causal, dtype, device=None):
     return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(~keep, torch.finfo(dtype).min)
 
 
-class BertPreTrainedModel(nn.Module):
-    """What every model shares: its config and BERT's weight initialisation."""
+class BertPreTrainedModel(TransformersHabits, nn.Module):
+    """What every model shares: its config, BERT's weight initialisation, and the habits transformers'
+    users and tools expect of a model (from_pretrained, save_pretrained, ...: compat.py)."""
 
     def __init__(self, config):
         super().__init__()
@@ -294,8 +309,8 @@ class BertPreTrainedModel(nn.Module):
 
 
 class BertModel(BertPreTrainedModel):
-    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out.
-    minibert.BertModel is this class with transformers' habits and minibert's speed tricks (heads.py)."""
+    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out."""
+    hf_architecture = "BertModel"
 
     def __init__(self, config, add_pooling_layer=True):
         super().__init__(config)
@@ -303,6 +318,7 @@ class BertModel(BertPreTrainedModel):
         self.encoder = BertEncoder(self.config)
         self.pooler = BertPooler(self.config) if add_pooling_layer else None
         self.init_weights()
+        self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, encoder_hidden_states=None, encoder_attention_mask=None,
@@ -321,7 +337,9 @@ class BertModel(BertPreTrainedModel):
 
         x = self.embeddings(input_ids, token_type_ids, position_ids, inputs_embeds, past_length)  # (B, T, C)
         T = x.shape[1]
-        padded = attention_mask is not None and not bool(attention_mask.all())
+        # does the mask hide anything? Read on the CPU only: on an accelerator that would wait for the device
+        padded = attention_mask is not None and (
+            attention_mask.device.type != "cpu" or not bool(attention_mask.all()))
         # a decoder without padding or cache needs no bias: both attention paths hide the future themselves
         is_causal = cfg.is_decoder and not padded and past_length == 0 and not output_attentions
         bias = None if is_causal else attention_bias(attention_mask if padded else None, T, past_length + T,
@@ -346,6 +364,17 @@ class BertModel(BertPreTrainedModel):
         ), return_dict)
 
 
-def decoder_config(config):
-    """A copy of config set up as a decoder (BertForCausalLM always attends causally)."""
-    return dataclasses.replace(as_minibert_config(config), is_decoder=True)
+class Dropout(nn.Dropout):
+    """A speed trick: nn.Dropout with a cheaper mask on the CPU. There torch draws one random number per
+    element for its Bernoulli mask, a visible share of a training step; here one 64-bit draw makes four
+    16-bit ones, and an element is dropped when its draw is among the lowest p of them (p to within
+    1/65536). tests/model/test_fast_paths.py checks it against nn.Dropout's drop rate."""
+
+    def forward(self, x):
+        if not self.training or self.p in (0.0, 1.0) or x.device.type != "cpu":
+            return F.dropout(x, self.p, self.training)
+        n = x.numel()
+        draws = torch.randint(-2 ** 63, 2 ** 63 - 1, ((n + 3) // 4,), dtype=torch.int64, device=x.device)
+        draws = draws.view(torch.int16)[:n].view(x.shape)  # uniform over -32768..32767
+        keep = draws >= round(self.p * 2 ** 16) - 2 ** 15
+        return x * keep.to(x.dtype).mul_(1 / (1 - self.p))

@@ -1,8 +1,11 @@
 """Input checks shared by the models: the mistakes users make become a sentence that names the argument
 and says what to do, instead of an error from deep inside torch.
 
-bert.py checks the encoder's inputs (check_inputs); the heads, their helpers and losses.py check labels
-(check_labels); generation.py checks its settings with check_sampling.
+bert.py checks the encoder's inputs (check_inputs); generation.py checks its settings with check_sampling.
+The labels are checked by losses.check_labels, beside the rules they follow. Shapes and dtypes are Python
+numbers, checked everywhere; the values inside a tensor (an id beyond the vocabulary) are checked where
+the tensor is on the CPU: on an accelerator, reading one back would make every step wait for the device.
+There the ids come from the tokenizer and the collators, which make them on the CPU.
 """
 
 import math
@@ -11,7 +14,6 @@ from numbers import Integral, Real
 import numpy as np
 import torch
 
-from .labels import IGNORE_INDEX
 
 # The arguments that hold ids, masks or labels: a forward also takes them as a list or a numpy array.
 ID_ARGUMENTS = ("input_ids", "attention_mask", "token_type_ids", "position_ids", "labels", "next_sentence_label",
@@ -35,10 +37,15 @@ def as_tensor(name, value, device=None):
     return tensor.long() if integers else tensor  # int32 from numpy: the losses need int64
 
 
+def on_cpu(tensor):
+    """Can its values be read without waiting for an accelerator?"""
+    return tensor.device.type == "cpu"
+
+
 def check_ids(name, ids, upper, what):
     if ids.dtype.is_floating_point or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer ids, got dtype {ids.dtype}; use .long()")
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= upper):
+    if on_cpu(ids) and ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= upper):
         bad = int(ids.max()) if int(ids.max()) >= upper else int(ids.min())
         raise ValueError(f"{name} contains {bad}, outside 0..{upper - 1} ({what})")
 
@@ -81,24 +88,10 @@ def check_inputs(config, input_ids, attention_mask, token_type_ids, position_ids
                   f"type_vocab_size={config.type_vocab_size} segments")
     if position_ids is not None:
         check_ids("position_ids", position_ids, config.max_position_embeddings, "max_position_embeddings")
-    if positions is not None and (positions.dim() != 2 or len(positions) != shape[0] or positions.min() < 0
-                                  or positions.max() >= shape[1]):
+    if positions is not None and (positions.dim() != 2 or len(positions) != shape[0] or on_cpu(positions) and (
+            positions.min() < 0 or positions.max() >= shape[1])):
         raise ValueError(f"positions must be (batch, K) indices in 0..{shape[1] - 1}, one row per sequence; got "
                          f"shape {tuple(positions.shape)}, values {int(positions.min())}..{int(positions.max())}")
-
-
-def check_labels(name, labels, shape, num_classes):
-    """labels against the batch shape and the number of classes; nothing to check without labels or a
-    shape (without inputs BertModel names what is missing)."""
-    if labels is None or shape is None:
-        return
-    if tuple(labels.shape) != tuple(shape):
-        raise ValueError(f"{name} has shape {tuple(labels.shape)} but should have shape {tuple(shape)}")
-    if labels.dtype.is_floating_point:
-        raise TypeError(f"{name} must hold integer class ids, got dtype {labels.dtype}")
-    bad = labels[(labels != IGNORE_INDEX) & ((labels < 0) | (labels >= num_classes))]
-    if bad.numel():
-        raise ValueError(f"{name} contains {int(bad[0])}: use 0..{num_classes - 1}, or -100 to ignore a position")
 
 
 def check_sampling(temperature, top_k, top_p):

@@ -3,27 +3,23 @@ a transformers BertConfig taken as it is, ids given as lists, checkpoint files (
 `save_pretrained`), the attributes its tools read (`main_input_name`, `base_model_prefix`,
 `can_generate()`, the attention flags), activation checkpointing, and the embedding tables
 (`get_input_embeddings`, `get_output_embeddings`, `resize_token_embeddings` after `tokenizer.add_tokens`).
-Every class users build (heads.py) has them through TransformersHabits; tests/model/test_api.py
-compares each with transformers' on the same weights.
+Every model (bert.BertPreTrainedModel) has them through TransformersHabits; tests/model/test_api.py
+compares each with transformers' on the same weights. None of them changes what a forward pass computes.
 """
 
 import dataclasses
 import inspect
-from functools import partial
 
 import torch
-import torch.utils.checkpoint
 from torch import nn
 
 from . import hub
-from .bert import MultiHeadAttention
 from .checks import ID_ARGUMENTS, as_tensor
 from .config import BertConfig, as_minibert_config, check_attention
-from .fast import speed_up
 
 
 class TransformersHabits:
-    """Mixed into every class users build (heads.py), before the model it builds on. The input table is
+    """Mixed into every model (bert.BertPreTrainedModel), before nn.Module. The input table is
     `embeddings.word_embeddings` of the encoder (`base_model`: the model's `bert`, or the model itself);
     the output table is the masked-LM decoder (`cls.predictions.decoder`), tied to the input table as in
     BERT, or None for a model without one."""
@@ -47,9 +43,8 @@ class TransformersHabits:
 
     def post_init(self):
         """What transformers' models call at the end of __init__, and minibert's too: tie the decoder to the
-        input table and switch on minibert's speed tricks (fast.speed_up). It never draws weights anew."""
+        input table. It never draws weights anew."""
         self.tie_weights()
-        speed_up(self)
 
     def __call__(self, *args, **kwargs):
         """Run forward as nn.Module does, after turning ids, masks and labels given as lists or numpy
@@ -87,8 +82,9 @@ class TransformersHabits:
 
     def activation_checkpointing_enable(self, activation_checkpointing_kwargs=None, every_n_layers=1, offload=False):
         """Keep no activations of every n-th layer in training and compute them again in the backward
-        pass: less memory for about a third more time (torch.utils.checkpoint around each layer, as in
-        transformers). TrainingArguments(gradient_checkpointing=True) makes Trainer call this."""
+        pass: less memory for about a third more time (the encoder's loop calls those layers through
+        torch.utils.checkpoint, as transformers' does). TrainingArguments(gradient_checkpointing=True)
+        makes Trainer call this."""
         if (activation_checkpointing_kwargs or {}) not in ({}, {"use_reentrant": False}):
             raise ValueError(f"checkpointing kwargs {activation_checkpointing_kwargs!r}: minibert checkpoints "
                              "each layer with use_reentrant=False only (its layers take keyword arguments)")
@@ -97,13 +93,10 @@ class TransformersHabits:
                              "minibert does not offload")
         if not isinstance(every_n_layers, int) or every_n_layers < 1:
             raise ValueError(f"every_n_layers must be a whole number above 0, got {every_n_layers!r}")
-        self.activation_checkpointing_disable()
-        for layer in self.encoder_stack().layer[::every_n_layers]:
-            layer.run = partial(checkpointed_run, layer)
+        self.encoder_stack().checkpoint_every = every_n_layers
 
     def activation_checkpointing_disable(self):
-        for layer in self.encoder_stack().layer:
-            layer.__dict__.pop("run", None)  # the class's run again
+        self.encoder_stack().checkpoint_every = 0
 
     def gradient_checkpointing_enable(self, gradient_checkpointing_kwargs=None, **kwargs):
         """transformers' older name for activation_checkpointing_enable."""
@@ -114,7 +107,7 @@ class TransformersHabits:
 
     @property
     def is_activation_checkpointing(self):
-        return any("run" in layer.__dict__ for layer in self.encoder_stack().layer)
+        return self.encoder_stack().checkpoint_every > 0
 
     @property
     def is_gradient_checkpointing(self):  # transformers' older name
@@ -142,12 +135,9 @@ class TransformersHabits:
         return self.base_model.encoder
 
     def set_attn_implementation(self, name):
-        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two for each batch
-        (fast.py)."""
+        """Attention written out ("eager"), fused ("sdpa"), or None for the faster of the two for each call
+        (bert.writes_attention_out, which reads it from the config every attention module shares)."""
         self.config.attn_implementation = check_attention(name)
-        for m in self.modules():
-            if isinstance(m, MultiHeadAttention):
-                m.fused = name != "eager"  # fast.choose_attention sets it again from the config for each batch
 
     @classmethod
     def can_generate(cls):
@@ -235,11 +225,3 @@ def grown(table, n, mean_resizing, std):
         new = torch.randn(n - old, table.shape[1], dtype=table.dtype, device=table.device) * std
     return torch.cat([table.detach(), new])
 
-
-def checkpointed_run(layer, *args, **kwargs):
-    """A layer's run (what the encoder calls) that keeps none of its activations in training: the backward
-    pass computes them again (torch.utils.checkpoint), for less memory and about a third more time."""
-    run = type(layer).run
-    if not layer.training:
-        return run(layer, *args, **kwargs)
-    return torch.utils.checkpoint.checkpoint(run, layer, *args, use_reentrant=False, **kwargs)

@@ -196,8 +196,9 @@ class BertConfig:
     def __iter__(self):  # the field names, as iterating a transformers config gives
         return iter(f.name for f in dataclasses.fields(self))
 
-    def save(self, folder, architecture):
-        d = {"architectures": [architecture], **self.to_dict(), "dtype": "float32"}  # the weights are float32
+    def save(self, folder, architecture, dtype):
+        """config.json, with the architecture that reads it and the dtype to load the weights in."""
+        d = {"architectures": [architecture], **self.to_dict(), "dtype": str(dtype).removeprefix("torch.")}
         with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
             json.dump(d, f, indent=2, sort_keys=True)
 

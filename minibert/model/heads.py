@@ -8,66 +8,51 @@ checkpoint of one loads into the other. Conventions, as in Google's BERT and tra
   * next-sentence label 0 means "B follows A" (IsNext), 1 means "B is a random sentence" (NotNext);
   * BertForCausalLM takes labels = input_ids and shifts them itself: position t learns token t+1.
 
-Every head runs the same pipeline: check its labels, encode (BertPreTrainedModel.encode: the encoder,
-reading only the rows the head needs), score, loss (losses.py), finish (the ModelOutput). Its helper
-methods come from the mixin it lists (helpers.py), generation from generation.GenerationMethods.
+Every head runs the same pipeline: check its labels, encode (the encoder, reading only the rows the head
+needs), score, loss (losses.py), finish (the ModelOutput). Its helper methods come from the mixin it
+lists (helpers.py), generation from generation.GenerationMethods.
 """
 
+import dataclasses
 import warnings
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import bert
-from .checks import check_labels
-from .compat import TransformersHabits
-from .config import ACT2FN
+from .bert import BertModel, BertPreTrainedModel, Dropout, gather_rows
+from .config import ACT2FN, as_minibert_config
 from .generation import GenerationMethods
 from .helpers import CausalLMHelpers, MaskedLMHelpers, PairHelpers
-from .labels import IGNORE_INDEX, check_causal_labels
-from .losses import classification_loss, token_loss
+from .losses import (IGNORE_INDEX, check_causal_labels, check_labels, classification_loss, cross_entropy,
+                     next_token_loss)
 from .outputs import ModelOutput, model_output
 
 # the weights that are another's (tie_weights), as transformers lists them: tied -> source
 TIED_DECODER = {"cls.predictions.decoder.weight": "bert.embeddings.word_embeddings.weight"}
 
 
-class BertPreTrainedModel(TransformersHabits, bert.BertPreTrainedModel):
-    """What every class below shares: BERT's config and initialisation (bert.py) with transformers' habits
-    (compat.py), and the two steps around each head: encode and finish. Each __init__ ends with
-    post_init(), which also switches on the speed tricks (fast.py)."""
-
-    def encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-               output_hidden_states, rows=None, **decoding):
-        """The encoder's output for a head. rows (B, K): the only positions the head reads ([CLS], the
-        masked ones); last_hidden_state then holds those rows, (B, K, C), and the last layer computes only
-        them unless every layer's outputs were asked for. decoding: the causal LM's cache and encoder."""
-        output_attentions, output_hidden_states, _ = self.config.output_switches(
-            output_attentions, output_hidden_states, None)  # the config's, unless given
-        every_row = output_attentions or output_hidden_states
-        out = self.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, **decoding,
-                        output_attentions=output_attentions, output_hidden_states=output_hidden_states,
-                        positions=None if every_row else rows, return_dict=True)
-        if rows is not None and every_row:  # every row was computed: keep the head's own
-            out.last_hidden_state = bert.gather_rows(out.last_hidden_state, rows)
-        return out
-
-    def finish(self, out, return_dict, **fields):
-        """The head's output: its fields, then the encoder's hidden states and attentions; a tuple where
-        return_dict is False (the config's setting, unless given)."""
-        return model_output(ModelOutput(**fields, hidden_states=out.hidden_states, attentions=out.attentions),
-                            self.config.output_switches(None, None, return_dict)[2])
+def encode(model, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+           output_hidden_states, rows=None, **decoding):
+    """The encoder's output for a head of model. rows (B, K): the only positions the head reads ([CLS], the
+    masked ones); last_hidden_state then holds those rows, (B, K, C), and the last layer computes only
+    them unless every layer's outputs were asked for. decoding: the causal LM's cache and encoder."""
+    output_attentions, output_hidden_states, _ = model.config.output_switches(
+        output_attentions, output_hidden_states, None)  # the config's, unless given
+    every_row = output_attentions or output_hidden_states
+    out = model.bert(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, **decoding,
+                     output_attentions=output_attentions, output_hidden_states=output_hidden_states,
+                     positions=None if every_row else rows, return_dict=True)
+    if rows is not None and every_row:  # every row was computed: keep the head's own
+        out.last_hidden_state = gather_rows(out.last_hidden_state, rows)
+    return out
 
 
-class BertModel(TransformersHabits, bert.BertModel):
-    """The bare encoder (or decoder, with config.is_decoder): token ids in, one vector per token out;
-    bert.BertModel with transformers' habits (compat.py) and minibert's speed tricks (fast.py)."""
-    hf_architecture = "BertModel"
-
-    def __init__(self, config, add_pooling_layer=True):
-        super().__init__(config, add_pooling_layer)
-        self.post_init()
+def finish(model, out, return_dict, **fields):
+    """A head's output: its fields, then the encoder's hidden states and attentions; a tuple where
+    return_dict is False (the config's setting, unless given)."""
+    return model_output(ModelOutput(**fields, hidden_states=out.hidden_states, attentions=out.attentions),
+                        model.config.output_switches(None, None, return_dict)[2])
 
 
 class BertPredictionHeadTransform(nn.Module):
@@ -135,11 +120,11 @@ def masked_lm(head, hidden, labels, rows):
         return head(hidden), None, None
     if rows is None:
         logits = head(hidden)  # (B, T, V)
-        return logits, token_loss(logits, labels), None
+        return logits, cross_entropy(logits, labels), None
     targets = labels.gather(1, rows)  # (B, K)
     scored = targets != IGNORE_INDEX
     logits = head(hidden[scored])  # (N, V)
-    return logits, token_loss(logits, targets[scored]), labels != IGNORE_INDEX
+    return logits, cross_entropy(logits, targets[scored]), labels != IGNORE_INDEX
 
 
 def mlm_fields(logits, masked, name="logits"):
@@ -167,10 +152,10 @@ class BertForMaskedLM(MaskedLMHelpers, BertPreTrainedModel):
         masked_logits (N, V) and masked_positions (B, T) are set, logits stays None (see mlm_fields)."""
         check_labels("labels", labels, batch_shape(input_ids, inputs_embeds), self.config.vocab_size)
         rows = labelled_rows(labels) if masked_only and labels is not None else None
-        out = self.encode(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+        out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                           output_hidden_states, rows)
         logits, loss, masked = masked_lm(self.cls.predictions, out.last_hidden_state, labels, rows)
-        return self.finish(out, return_dict, loss=loss, **mlm_fields(logits, masked))
+        return finish(self, out, return_dict, loss=loss, **mlm_fields(logits, masked))
 
 
 class BertForNextSentencePrediction(PairHelpers, BertPreTrainedModel):
@@ -188,10 +173,10 @@ class BertForNextSentencePrediction(PairHelpers, BertPreTrainedModel):
                 return_dict=None):
         shape = batch_shape(input_ids, inputs_embeds)
         check_labels("labels (0 = IsNext, 1 = NotNext)", labels, shape and shape[:1], 2)
-        out = self.encode(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+        out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                           output_hidden_states, cls_rows(input_ids, inputs_embeds))
         logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
-        return self.finish(out, return_dict, loss=None if labels is None else token_loss(logits, labels),
+        return finish(self, out, return_dict, loss=None if labels is None else cross_entropy(logits, labels),
                            logits=logits)
 
 
@@ -216,13 +201,13 @@ class BertForPreTraining(BertPreTrainedModel):
         check_labels("labels", labels, shape, self.config.vocab_size)
         check_labels("next_sentence_label (0 = IsNext, 1 = NotNext)", next_sentence_label, shape and shape[:1], 2)
         rows = labelled_rows(labels) if masked_only and labels is not None else None
-        out = self.encode(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+        out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                           output_hidden_states, rows)
         mlm_logits, mlm_loss, masked = masked_lm(self.cls.predictions, out.last_hidden_state, labels, rows)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
-        nsp_loss = None if next_sentence_label is None else token_loss(nsp_logits, next_sentence_label)
+        nsp_loss = None if next_sentence_label is None else cross_entropy(nsp_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
-        return self.finish(out, return_dict, loss=sum(parts) if parts else None,
+        return finish(self, out, return_dict, loss=sum(parts) if parts else None,
                            **mlm_fields(mlm_logits, masked, "prediction_logits"), seq_relationship_logits=nsp_logits,
                            mlm_loss=mlm_loss, nsp_loss=nsp_loss)
 
@@ -235,7 +220,7 @@ class BertForSequenceClassification(BertPreTrainedModel):
         self.bert = BertModel(self.config)
         config = self.config
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
-        self.dropout = nn.Dropout(p)
+        self.dropout = Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
         self.init_weights()
         self.post_init()
@@ -243,11 +228,11 @@ class BertForSequenceClassification(BertPreTrainedModel):
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None):
-        out = self.encode(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+        out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                           output_hidden_states, cls_rows(input_ids, inputs_embeds))
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else classification_loss(logits, labels, self.config)  # checks the labels
-        return self.finish(out, return_dict, loss=loss, logits=logits)
+        return finish(self, out, return_dict, loss=loss, logits=logits)
 
 
 class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
@@ -261,7 +246,7 @@ class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
     _tied_weights_keys = TIED_DECODER
 
     def __init__(self, config):
-        super().__init__(bert.decoder_config(config))
+        super().__init__(decoder_config(config))
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
         self.init_weights()
@@ -282,23 +267,30 @@ class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
             if labels.shape[1] < 2:
                 raise ValueError("next-token prediction needs sequences of at least 2 tokens: with 1 token "
                                  "there is no next token to learn")
-            verdict = check_causal_labels(input_ids, labels) if input_ids is not None else None
+            # labels shifted twice: checked where they can be read without waiting for an accelerator
+            readable = input_ids is not None and labels.device.type == "cpu"
+            verdict = check_causal_labels(input_ids, labels) if readable else None
             if verdict is not None and verdict.shifted:
                 warnings.warn(verdict.message, stacklevel=2)
         if labels is not None or shift_labels is not None:
             use_cache = False  # training: nothing to decode later
-        out = self.encode(input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
+        out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
                           output_hidden_states, encoder_hidden_states=encoder_hidden_states,
                           encoder_attention_mask=encoder_attention_mask, past_key_values=past_key_values,
                           use_cache=use_cache)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if shift_labels is not None:
-            loss = token_loss(logits, shift_labels)
+            loss = cross_entropy(logits, shift_labels)
         elif labels is not None:
-            loss = token_loss(logits, labels, shift=True)
-        return self.finish(out, return_dict, loss=loss, logits=logits, past_key_values=out.past_key_values,
+            loss = next_token_loss(logits, labels)  # position t scored on token t+1
+        return finish(self, out, return_dict, loss=loss, logits=logits, past_key_values=out.past_key_values,
                            cross_attentions=out.cross_attentions)
+
+
+def decoder_config(config):
+    """A copy of config set up as a decoder (BertForCausalLM always attends causally)."""
+    return dataclasses.replace(as_minibert_config(config), is_decoder=True)
 
 
 class BertLMHeadModel(BertForCausalLM):

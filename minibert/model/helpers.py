@@ -2,7 +2,7 @@
 forward and a line or two around it (the course's API). A head lists the mixin it has,
 so that its own class is its forward and its loss:
 
-    MaskedLMHelpers  get_loss, get_perplexity (pseudo-perplexity), fill_mask
+    MaskedLMHelpers  get_loss, get_pseudo_perplexity, fill_mask
     PairHelpers      get_loss, predict_proba, predict_proba_from_text
     CausalLMHelpers  get_loss, get_perplexity, get_accuracy, predict_token_ids, get_next_token_logits,
                      predict_next_token_id, and get_loss, get_perplexity and predict_next_token_id
@@ -16,11 +16,9 @@ from numbers import Integral
 
 import torch
 
-from . import labels as label_rules  # label_rules.shift_labels: the methods have an argument of that name
-from .checks import as_tensor, check_labels
+from .checks import as_tensor
 from .generation import positions_from_mask
-from .labels import IGNORE_INDEX
-from .losses import token_loss
+from .losses import IGNORE_INDEX, check_labels, cross_entropy, next_token_loss, shift_labels
 from .scoring import pseudo_perplexity
 
 
@@ -73,7 +71,7 @@ class MaskedLMHelpers:
     def get_loss(self, labels, **inputs):
         return self(labels=labels, masked_only=True, return_dict=True, **inputs).loss
 
-    def get_perplexity(self, tokenizer, text, batch_size=64):
+    def get_pseudo_perplexity(self, tokenizer, text, batch_size=64):
         """Pseudo-perplexity of a text or a list of texts: each token masked in turn and scored (see
         scoring.pseudo_perplexity). A masked LM has no left-to-right perplexity; lower is better."""
         return pseudo_perplexity(self, tokenizer, [text] if isinstance(text, str) else text, batch_size)
@@ -121,30 +119,32 @@ class PairHelpers:
 
 
 class CausalLMHelpers:
-    """For BertForCausalLM: losses and predictions without writing the shift yourself."""
+    """For BertForCausalLM: losses and predictions without writing the shift yourself. Their labels are
+    input_ids, which they shift; labels_shifted=True declares labels shifted already (shift_labels(labels))."""
 
-    def get_loss(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, reduction="mean", **inputs):
+    def get_loss(self, labels, *, labels_shifted=False, ignore_index=IGNORE_INDEX, reduction="mean", **inputs):
         labels = as_tensor("labels", labels, self.device)
         if ignore_index == IGNORE_INDEX:  # token ids of this vocabulary, or -100
             check_labels("labels", labels, labels.shape, self.config.vocab_size)
-        return token_loss(self(**inputs, return_dict=True).logits, labels, shift_labels, ignore_index, reduction)
+        loss = cross_entropy if labels_shifted else next_token_loss  # next_token_loss shifts them
+        return loss(self(**inputs, return_dict=True).logits, labels, ignore_index, reduction or "none")
 
     @torch.no_grad()
-    def get_perplexity(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
+    def get_perplexity(self, labels, *, labels_shifted=False, ignore_index=IGNORE_INDEX, **inputs):
         labels = as_tensor("labels", labels, self.device)
-        scored = label_rules.shift_labels(labels, ignore_index) if shift_labels else labels
+        scored = labels if labels_shifted else shift_labels(labels, ignore_index)
         if not (scored != ignore_index).any():
             return torch.tensor(float("nan"))  # nothing to score: not the 1.0 of a perfect model
-        return self.get_loss(labels, shift_labels=shift_labels, ignore_index=ignore_index, **inputs).exp()
+        return self.get_loss(labels, labels_shifted=labels_shifted, ignore_index=ignore_index, **inputs).exp()
 
     @torch.no_grad()
-    def get_accuracy(self, labels, *, shift_labels=True, ignore_index=IGNORE_INDEX, **inputs):
+    def get_accuracy(self, labels, *, labels_shifted=False, ignore_index=IGNORE_INDEX, **inputs):
         """The share of scored positions whose argmax is the target (a 0-dim tensor); positions whose
         target is ignore_index leave both the count and the total."""
         labels = as_tensor("labels", labels, self.device)
         predictions = self.predict_token_ids(**inputs)  # (B, T)
-        if shift_labels:
-            labels = label_rules.shift_labels(labels, ignore_index)  # position t is scored on token t+1
+        if not labels_shifted:
+            labels = shift_labels(labels, ignore_index)  # position t is scored on token t+1
         scored = labels != ignore_index
         if not scored.any():
             return torch.tensor(float("nan"))  # nothing to score: no accuracy, not 0 and not 1

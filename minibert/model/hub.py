@@ -42,9 +42,10 @@ def in_use(tmp):
 
 
 @contextlib.contextmanager
-def atomic_folder(path, carry_over=True):
+def atomic_folder(path, carry_over=True, kept=None, retry="save again"):
     """Yield a temporary folder to fill; on success it replaces `path` whole. With carry_over, files of
-    an existing `path` that were not rewritten (a tokenizer, say) are kept, old weights are not."""
+    an existing `path` that were not rewritten (a tokenizer, say) are kept, old weights are not. A full
+    disk is named, with what is kept (default: what was there before) and what to do then (retry)."""
     path = os.path.abspath(path)
     parent, name = os.path.split(path)
     if os.path.exists(path) and not os.path.isdir(path):
@@ -79,9 +80,9 @@ def atomic_folder(path, carry_over=True):
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
         if disk_full(e):
-            kept = "what was there before is intact" if os.path.isdir(path) else "nothing is left behind"
+            kept = kept or ("what was there before is intact" if os.path.isdir(path) else "nothing is left behind")
             raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
-                                        "free some space and save again") from e
+                                        f"free some space and {retry}") from e
         raise
     finally:
         if filling is not None:
@@ -123,7 +124,9 @@ def recover_interrupted_saves(parent, name):
         shutil.rmtree(full, ignore_errors=True)
 
 
-def write_weights(model, folder):
+def write_weights(model, folder, load_as=None):
+    """model.safetensors and config.json, whose dtype is the weights' own unless load_as names the dtype
+    transformers should load them in (from_pretrained's default, dtype="auto", reads it)."""
     state = model.state_dict()
     if model.config.tie_word_embeddings:
         state.pop("cls.predictions.decoder.weight", None)  # the embedding matrix, stored once
@@ -131,7 +134,7 @@ def write_weights(model, folder):
         state["cls.predictions.decoder.bias"] = state["cls.predictions.bias"].clone()
     state = {k: v.detach().contiguous().cpu() for k, v in state.items()}
     save_file(state, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
-    model.config.save(folder, model.hf_architecture)
+    model.config.save(folder, model.hf_architecture, load_as or model.dtype)
     if model.can_generate():  # generate's default settings, as transformers saves them
         model.generation_config.save_pretrained(folder)
 

@@ -1,11 +1,11 @@
 """Scores of sentences from a masked LM: the pseudo-log-likelihood (each token masked in turn and
-scored). BertForMaskedLM.get_perplexity, the CLI's eval and the course's minimal pairs use it."""
+scored). BertForMaskedLM.get_pseudo_perplexity, the CLI's eval and the course's minimal pairs use it."""
 
 import math
 
 import torch
 
-from .labels import IGNORE_INDEX
+from .losses import IGNORE_INDEX
 
 
 @torch.no_grad()

@@ -16,9 +16,10 @@ import random
 
 import torch
 
-from ..cache import TRAINING_CODE, cached, fingerprint
+from ..cache import cached, fingerprint
 from ..model.hub import WEIGHT_FILES
 from .metrics import bootstrap
+from .trainer import TRAINING_CODE
 
 # ---- tasks ----
 REAL, CORRUPTED = 0, 1

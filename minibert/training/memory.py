@@ -7,7 +7,7 @@ The estimate is what training adds to what the process already holds (the model,
   + per token and layer, the activations the backward pass keeps: about 10 numbers per hidden unit
     (the layer's input, queries, keys, values, the attention output, the sub-layers' outputs and their
     LayerNorms), 2 per feed-forward unit (before and after GELU) and, where attention is written out
-    (fast.writes_attention_out), 2 per attention score of the token's row (the scores and their softmax);
+    (bert.writes_attention_out), 2 per attention score of the token's row (the scores and their softmax);
     with dropout, its masks: 3 per hidden unit, and 1 per attention score
   + the output scores over the vocabulary and their gradients: every position for a causal LM, only
     the masked ones for a masked LM; 20 bytes per score in float32, 10 under bf16 autocast.
@@ -17,7 +17,7 @@ docs/experiments.md ("Memory") compares it with the peak memory of real runs.
 import psutil
 import torch
 
-from ..model.fast import writes_attention_out
+from ..model.bert import writes_attention_out
 
 PARAMETER_BYTES = 16
 FLOAT32 = 4  # bytes per activation kept

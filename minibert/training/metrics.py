@@ -13,8 +13,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
-from ..model.losses import token_loss
-from ..model.labels import IGNORE_INDEX, shift_labels
+from ..model.losses import IGNORE_INDEX, next_token_loss, shift_labels
 from .objectives import check_objective, make_collator, model_inputs
 
 # ---- how sure a score is: one kind of interval for the whole course ----
@@ -98,7 +97,7 @@ def evaluate(model, objective, examples, tokenizer, batch_size=32, seed=EVALUATI
             add_token_scores(total, "mlm", out.masked_logits, batch["labels"][out.masked_positions])
         if objective == "clm":  # position t predicts t+1: the labels move, not the (much larger) logits
             targets = shift_labels(batch["labels"])
-            total["clm_loss"] += token_loss(out.logits, batch["labels"], shift=True, reduction="sum").item()
+            total["clm_loss"] += next_token_loss(out.logits, batch["labels"], reduction="sum").item()
             total["clm_correct"] += (out.logits.argmax(-1) == targets).sum().item()  # never equal to -100
             total["clm_n"] += (targets != IGNORE_INDEX).sum().item()
         if pairs:

@@ -8,9 +8,7 @@ a time budget, held-out evaluation printed beside its trivial baseline, and chec
 transformers' format that resume exactly (same data order, masks, dropout and optimizer state).
 """
 
-import contextlib
 import dataclasses
-import errno
 import json
 import math
 import os
@@ -23,16 +21,21 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from ..cache import TRAINING_CODE, fingerprint, training_lock
+from ..cache import fingerprint, training_lock
 from ..data.corpus import load_corpus, split_corpus
 from ..data.examples import check_documents, make_lm_examples, make_nsp_examples, make_sop_examples
 from ..data.tokenizer import train_tokenizer
 from ..model import heads
 from ..model.config import BertConfig
-from ..model.hub import atomic_folder, damaged, disk_full, write_weights
+from ..model.hub import atomic_folder, damaged, write_weights
 from .metrics import baselines, evaluate, format_metrics, target_tokens
 from .memory import check_memory
 from .objectives import OBJECTIVES, check_objective, make_collator, model_inputs
+
+# The modules whose code decides a trained model: a change to any of them is a new result (run_key).
+TRAINING_CODE = ("values.py", "model/config.py", "model/bert.py", "model/heads.py", "model/losses.py",
+                 "model/compat.py", "data/examples.py", "data/collators.py", "training/objectives.py",
+                 "training/metrics.py", "training/trainer.py", "training/memory.py", "model/hub.py")
 
 STATE_FILE, TENSORS_FILE = "trainer_state.json", "training_state.pt"
 SCHEDULES = ("linear", "cosine", "wsd")
@@ -396,7 +399,9 @@ class Trainer:
             ranks = [rng]
         finished = self.progress() >= 1  # every process calls progress(): under torchrun it broadcasts
         if self.rank == 0:
-            with disk_full_named(path, self.saved_step), atomic_folder(path) as tmp:
+            kept = f"the checkpoint of step {self.saved_step} in {path!r} is intact" if self.saved_step \
+                else "nothing had been saved yet"
+            with atomic_folder(path, kept=kept, retry="--resume") as tmp:
                 write_weights(self.model, tmp)
                 self.tokenizer.save_pretrained(tmp)
                 torch.save({"optimizer": self.optimizer.state_dict(), "rng": ranks}, os.path.join(tmp, TENSORS_FILE))
@@ -436,21 +441,6 @@ class Trainer:
         self.step, self.seconds = info["steps"], 60 * info["minutes"]
         self.saved_step, self.evals = 0, list(info["evals"])
         self.pieces, self.restart = list(info.get("pieces") or []), self.step
-
-
-@contextlib.contextmanager
-def disk_full_named(path, saved_step):
-    """A save that runs out of disk space (hub.disk_full: torch, safetensors and Python each say it their
-    own way): say what happened, and that the checkpoint already there is untouched."""
-    try:
-        yield
-    except Exception as e:
-        if disk_full(e):
-            kept = (f"the checkpoint of step {saved_step} in {path!r} is intact" if saved_step
-                    else "nothing had been saved yet")
-            raise OSError(errno.ENOSPC, f"the disk is full: saving {path!r} failed and was undone ({kept}); "
-                                        "free some space and --resume") from e
-        raise
 
 
 def read_state(path):

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
 
 from ..data.collators import DECISIONS, KEPT, MASKED, NOT_SELECTED, RANDOM, MLMCollator
-from ..model.labels import IGNORE_INDEX, shift_labels
+from ..model.losses import IGNORE_INDEX, shift_labels
 from .style import (BOX_H, BOX_W, CELL_H, CELL_W, DARK, FONT, GREEN, GREY, MIN_WIDTH, NAME_W, SMALL, STYLES, VERMILLION,
                     add_legend, header, legend_layout, short, style_handles, tint)
 

@@ -76,7 +76,7 @@ def test_causal_lm_loss():
     assert check_causal_lm_loss(lambda *args: causal_loss()(*args).item())  # a float is as good as a tensor
 
     def package_loss(logits, ids, mask):  # what BertForCausalLM computes from labels = input_ids, -100 on padding
-        return minibert.model.losses.token_loss(logits, ids.masked_fill(mask == 0, -100), shift=True)
+        return minibert.model.losses.next_token_loss(logits, ids.masked_fill(mask == 0, -100))
     assert check_causal_lm_loss(package_loss)
     assert check_causal_lm_loss(stub).status == "not done"
     hints = {

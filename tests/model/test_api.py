@@ -125,9 +125,9 @@ def test_masked_lm_perplexity_is_the_pseudo_perplexity_and_nsp_has_get_loss():
         return total
 
     fun, hard = masked_nll(torch.tensor([2, 5, 6, 7, 8, 3])), masked_nll(torch.tensor([2, 6, 7, 9, 3]))
-    assert model.get_perplexity(tokenizer, "deep learning is fun") == pytest.approx(math.exp(fun / 4), rel=1e-5)
+    assert model.get_pseudo_perplexity(tokenizer, "deep learning is fun") == pytest.approx(math.exp(fun / 4), rel=1e-5)
     texts = ["deep learning is fun", "learning is hard"]  # pooled over the 7 words of both
-    assert model.get_perplexity(tokenizer, texts) == pytest.approx(math.exp((fun + hard) / 7), rel=1e-5)
+    assert model.get_pseudo_perplexity(tokenizer, texts) == pytest.approx(math.exp((fun + hard) / 7), rel=1e-5)
 
     nsp = minibert.BertForNextSentencePrediction(minibert.BertConfig.tiny(vocab_size=10)).eval()
     labels = torch.tensor([0, 1])
@@ -189,7 +189,7 @@ def test_accuracy_and_token_predictions_read_transformers_logits_with_the_shift(
     assert torch.isclose(got, expected)
     assert 0 < scored.sum() < labels.numel()  # some positions left out: both of the count and of the total
     shifted = torch.cat([labels[:, 1:], torch.full_like(labels[:, :1], -100)], 1)
-    assert torch.isclose(ours.get_accuracy(shifted, shift_labels=False, input_ids=ids, attention_mask=mask), got)
+    assert torch.isclose(ours.get_accuracy(shifted, labels_shifted=True, input_ids=ids, attention_mask=mask), got)
     assert torch.isnan(ours.get_accuracy(torch.full_like(ids, -100), input_ids=ids))  # nothing to score
 
 

@@ -132,3 +132,13 @@ def test_double_shifted_labels_trigger_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         model(input_ids=ids, labels=ids)  # the right way: no warning
+
+
+def test_config_json_records_the_dtype_of_the_weights_and_transformers_loads_them_in_it(tmp_path):
+    """A model saved in bf16 says so in config.json, as transformers' own save does: transformers'
+    from_pretrained (dtype="auto" by default) then loads it in bf16, and a float32 save in float32."""
+    model = minibert.BertForMaskedLM(minibert.BertConfig(**CONFIGS["gelu"]))
+    for dtype, name in ((torch.bfloat16, "bfloat16"), (torch.float32, "float32")):
+        model.to(dtype).save_pretrained(tmp_path / name)
+        assert json.loads((tmp_path / name / "config.json").read_text())["dtype"] == name
+        assert transformers.BertForMaskedLM.from_pretrained(tmp_path / name).dtype == dtype

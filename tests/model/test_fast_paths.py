@@ -81,26 +81,48 @@ def test_positions_are_refused_for_a_decoder_or_outside_the_sequence():
         encoder(torch.ones(2, 5, dtype=torch.long), positions=torch.zeros(3, 1, dtype=torch.long))
 
 
+@pytest.fixture
+def fused_calls(monkeypatch):
+    """Counts the calls of PyTorch's fused attention kernel: the other path is attention() written out."""
+    calls = []
+    fused = torch.nn.functional.scaled_dot_product_attention
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
+                        lambda *args, **kwargs: calls.append(1) or fused(*args, **kwargs))
+    return calls
+
+
 @pytest.mark.parametrize("cls", [minibert.BertModel, minibert.BertForPreTraining, minibert.BertForCausalLM,
                                  minibert.BertForSequenceClassification])
-def test_every_model_users_build_has_the_speed_tricks_on(cls):
-    """bert.py is written with plain nn.Dropout and both attention paths; the classes users build switch
-    the speed tricks on (fast.speed_up): the cheaper dropout mask and the per-batch attention choice."""
+def test_the_speed_tricks_are_decided_in_each_module_alike_in_the_model_and_alone(cls, fused_calls):
+    """What a module does is decided where it is written: every dropout is built as bert.Dropout (the
+    cheaper mask), and each attention call chooses its path from the config and self.training, so that a
+    layer called alone takes the path it takes in the model, and hooks on a layer see every call."""
     model = cls(minibert.BertConfig.tiny(vocab_size=99, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1))
     dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
-    assert dropouts and all(type(m) is minibert.model.fast.Dropout for m in dropouts)
-    attention = [m for m in model.modules() if isinstance(m, minibert.model.bert.MultiHeadAttention)]
+    assert dropouts and all(type(m) is minibert.model.bert.Dropout for m in dropouts)
+    layer = model.base_model.encoder.layer[0]
+    seen = []
+    layer.register_forward_hook(lambda module, inputs, output: seen.append(type(output).__name__))
+    layer.attention.self.register_forward_hook(lambda module, inputs, output: seen.append(type(output).__name__))
     model.train()(torch.randint(5, 99, (2, 8)))
-    assert not any(m.fused for m in attention)  # training on a CPU with attention dropout: written out
+    assert fused_calls == []  # training on a CPU with attention dropout: written out, in every layer
+    assert seen == ["Attended", "LayerOutput"]  # the hooks fired, in the order the modules ran
+    x = torch.randn(2, 8, model.config.hidden_size)
+    layer(x)
+    assert fused_calls == []  # the layer alone: the same path
     with torch.no_grad():
         model.eval()(torch.randint(5, 99, (2, 8)))
-    assert all(m.fused for m in attention)  # otherwise the fused kernel
-    plain = minibert.model.bert.BertModel(minibert.BertConfig.tiny(vocab_size=99))  # the figure alone: plain modules
-    assert all(type(m) is torch.nn.Dropout for m in plain.modules() if isinstance(m, torch.nn.Dropout))
+        assert len(fused_calls) == model.config.num_hidden_layers  # otherwise the fused kernel
+        layer(x)
+    assert len(fused_calls) == model.config.num_hidden_layers + 1
+    model.set_attn_implementation("eager")
+    with torch.no_grad():
+        model(torch.randint(5, 99, (2, 8)))
+    assert len(fused_calls) == model.config.num_hidden_layers + 1  # the config's choice, read by every layer
 
 
 def test_cpu_dropout_drops_p_of_the_elements_and_rescales_the_rest():
-    drop = minibert.model.fast.Dropout(0.1)
+    drop = minibert.model.bert.Dropout(0.1)
     x = torch.ones(1000, 1000, requires_grad=True)
     torch.manual_seed(0)
     y = drop(x)
@@ -135,38 +157,40 @@ def test_causal_attention_stays_causal_when_training_with_dropout():
 
 
 @pytest.mark.parametrize("cls", [minibert.BertForMaskedLM, minibert.BertForCausalLM], ids=["encoder", "decoder"])
-def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused_numbers(cls):
+def test_bf16_training_on_the_cpu_takes_the_spelled_out_attention_with_the_fused_numbers(cls, fused_calls):
     """In bf16 on a CPU the fused attention's backward pass is slow for short sequences, so training
     takes the spelled-out path there; loss and gradients must be those of the fused kernel."""
     config = minibert.BertConfig(**CONFIGS["gelu"], hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                                  is_decoder=cls is minibert.BertForCausalLM)
     model = randomize(cls(config), seed=8).train()
     batch = make_batch(CONFIGS["gelu"])
-    attention = [m for m in model.modules() if isinstance(m, minibert.model.bert.MultiHeadAttention)]
 
     def loss_and_grads(implementation):
         model.set_attn_implementation(implementation)
         model.zero_grad()
+        before = len(fused_calls)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = model(batch["input_ids"], batch["attention_mask"], labels=batch["mlm_labels"])
         out.loss.backward()
-        return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}, [m.fused for m in attention]
+        return out.loss.item(), {n: p.grad.clone() for n, p in model.named_parameters()}, len(fused_calls) - before
 
     spelled = loss_and_grads(None)  # minibert's choice
     fused = loss_and_grads("sdpa")
-    assert not any(spelled[2]) and all(fused[2])  # every layer took the spelled-out path, then the fused one
+    layers = config.num_hidden_layers
+    assert (spelled[2], fused[2]) == (0, layers)  # every layer took the spelled-out path, then the fused one
     assert abs(spelled[0] - fused[0]) < 1e-2 * abs(fused[0])
     a, b = (torch.cat([g.flatten() for g in grads[1].values()]) for grads in (spelled, fused))
     assert (a - b).norm() < 0.02 * b.norm()  # bf16 rounds differently in the two paths: 1-2%, not more
     model.set_attn_implementation(None)
+    before = len(fused_calls)
     with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
         model.eval()(batch["input_ids"], batch["attention_mask"])
-    assert all(m.fused for m in attention)  # not training: the fused kernel
+    assert len(fused_calls) - before == layers  # not training: the fused kernel
 
 
 @pytest.mark.parametrize("rows", [1, 31, 100], ids=lambda n: f"{n}_rows")
 def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
-    from minibert.model.fast import cross_entropy_in_chunks
+    from minibert.model.losses import cross_entropy_in_chunks
     torch.manual_seed(0)
     logits = (torch.randn(rows, 500) * 4).bfloat16()
     labels = torch.randint(500, (rows,))
@@ -184,7 +208,7 @@ def test_the_chunked_loss_of_bf16_logits_is_float32_cross_entropy(rows):
 
 def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(monkeypatch):
     calls = []
-    chunked_loss = minibert.model.fast.cross_entropy_in_chunks
+    chunked_loss = minibert.model.losses.cross_entropy_in_chunks
     monkeypatch.setattr(minibert.model.losses, "cross_entropy_in_chunks", lambda *a: calls.append(1) or chunked_loss(*a))
     config = minibert.BertConfig.tiny(vocab_size=300, is_decoder=True)
     ids = torch.randint(5, 300, (4, 24))
@@ -199,9 +223,9 @@ def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(m
                 logits = model(input_ids=ids).logits
                 assert logits.dtype == torch.bfloat16
                 if chunked:  # what the model does with labels=ids
-                    loss = minibert.model.losses.token_loss(logits, ids, shift=True)
+                    loss = minibert.model.losses.next_token_loss(logits, ids)
                 else:  # the plain line it stands for
-                    shifted = minibert.model.labels.shift_labels(ids, -100)
+                    shifted = minibert.model.losses.shift_labels(ids, -100)
                     loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 300).float(), shifted.reshape(-1))
             loss.backward()
             optimizer.step()
@@ -209,3 +233,21 @@ def test_a_causal_lm_trained_in_bf16_takes_the_chunked_loss_and_the_same_steps(m
             losses[chunked].append(loss.item())
     assert len(calls) == 3  # once a step, when the model computes the loss itself
     assert losses[True] == pytest.approx(losses[False], abs=1e-5)
+
+
+@pytest.mark.parametrize("cls", [minibert.BertForPreTraining, minibert.BertForMaskedLM, minibert.BertForCausalLM,
+                                 minibert.BertForSequenceClassification])
+def test_a_training_forward_pass_reads_no_value_back_from_an_accelerator(cls):
+    """On a GPU, every value read back on the host (int(ids.max()), bool(mask.all()), .item()) makes the
+    step wait for the device. A tensor on the meta device has no values, so any such read fails there:
+    a forward pass with labels, as training runs it, must go through."""
+    with torch.device("meta"):
+        model = cls(minibert.BertConfig.tiny(vocab_size=99)).train()
+        ids = torch.randint(5, 99, (2, 8))
+        labels = dict(labels=torch.zeros(2, dtype=torch.long)) if cls is minibert.BertForSequenceClassification \
+            else dict(labels=ids)
+        if cls is minibert.BertForPreTraining:
+            labels["next_sentence_label"] = torch.zeros(2, dtype=torch.long)
+        out = model(ids, attention_mask=torch.ones(2, 8, dtype=torch.long), token_type_ids=torch.zeros_like(ids),
+                    **labels)
+    assert out.loss.device.type == "meta" and out.loss.shape == ()

@@ -98,14 +98,15 @@ def test_hidden_states_and_attention_weights_match_eager_transformers(tmp_path):
 
 
 def test_one_layer_and_its_attention_called_alone_give_transformers_hidden_states(tmp_path):
-    """What notebook 02 does: call one block, or its attention, on embeddings and read a tensor back."""
+    """What notebook 02 does: call one block, or its attention, on embeddings and read its output back (a
+    named tuple, whose first field is the hidden states: transformers' attention returns a tuple too)."""
     theirs = randomize(transformers.BertModel(transformers.BertConfig(**CONFIGS["gelu_new"])), seed=5).eval()
     theirs.save_pretrained(tmp_path)
     ours = minibert.BertModel.from_pretrained(tmp_path).eval()
     x = torch.randn(2, 7, CONFIGS["gelu_new"]["hidden_size"])
     layer, their_layer = ours.encoder.layer[0], theirs.encoder.layer[0]
     with torch.no_grad():
-        out, attended = layer(x), layer.attention(x)
+        out, attended = layer(x).hidden_states, layer.attention(x).output
         their_out = their_layer(x)
         their_out = their_out[0] if isinstance(their_out, tuple) else their_out
         their_attended = their_layer.attention(x)[0]
