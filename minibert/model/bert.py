@@ -284,9 +284,12 @@ class BertPreTrainedModel(TransformersHabits, nn.Module):
         super().__init__()
         self.config = as_minibert_config(config)  # a transformers BertConfig is read as config.json would be
 
-    def init_weights(self):
+    def init_weights(self, module=None):
+        """Draw BERT's initial weights (normal, std config.initializer_range; biases 0, LayerNorm 1 and 0)
+        for module's layers, or all of the model's. Each layer is drawn once: BertModel draws the encoder's
+        as it is built, and a head then draws only its own layers."""
         std = self.config.initializer_range
-        for m in self.modules():
+        for m in (self if module is None else module).modules():
             if isinstance(m, nn.Linear):
                 nn.init.normal_(m.weight, std=std)
                 if m.bias is not None:
@@ -317,7 +320,7 @@ class BertModel(BertPreTrainedModel):
         self.embeddings = BertEmbeddings(self.config)
         self.encoder = BertEncoder(self.config)
         self.pooler = BertPooler(self.config) if add_pooling_layer else None
-        self.init_weights()
+        self.init_weights()  # the encoder's weights, drawn once here (a head draws only its own layers)
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,

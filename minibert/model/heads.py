@@ -142,7 +142,7 @@ class BertForMaskedLM(MaskedLMHelpers, BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
-        self.init_weights()
+        self.init_weights(self.cls)  # the head's layers: BertModel drew the encoder's
         self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -153,7 +153,7 @@ class BertForMaskedLM(MaskedLMHelpers, BertPreTrainedModel):
         check_labels("labels", labels, batch_shape(input_ids, inputs_embeds), self.config.vocab_size)
         rows = labelled_rows(labels) if masked_only and labels is not None else None
         out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                          output_hidden_states, rows)
+                     output_hidden_states, rows)
         logits, loss, masked = masked_lm(self.cls.predictions, out.last_hidden_state, labels, rows)
         return finish(self, out, return_dict, loss=loss, **mlm_fields(logits, masked))
 
@@ -165,7 +165,7 @@ class BertForNextSentencePrediction(PairHelpers, BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(self.config)
         self.cls = BertPreTrainingHeads(self.config, mlm=False)
-        self.init_weights()
+        self.init_weights(self.cls)  # the head's layers: BertModel drew the encoder's
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -174,10 +174,10 @@ class BertForNextSentencePrediction(PairHelpers, BertPreTrainedModel):
         shape = batch_shape(input_ids, inputs_embeds)
         check_labels("labels (0 = IsNext, 1 = NotNext)", labels, shape and shape[:1], 2)
         out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                          output_hidden_states, cls_rows(input_ids, inputs_embeds))
+                     output_hidden_states, cls_rows(input_ids, inputs_embeds))
         logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         return finish(self, out, return_dict, loss=None if labels is None else cross_entropy(logits, labels),
-                           logits=logits)
+                      logits=logits)
 
 
 class BertForPreTraining(BertPreTrainedModel):
@@ -189,7 +189,7 @@ class BertForPreTraining(BertPreTrainedModel):
         super().__init__(config)
         self.bert = BertModel(self.config)
         self.cls = BertPreTrainingHeads(self.config)
-        self.init_weights()
+        self.init_weights(self.cls)  # the head's layers: BertModel drew the encoder's
         self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -202,14 +202,14 @@ class BertForPreTraining(BertPreTrainedModel):
         check_labels("next_sentence_label (0 = IsNext, 1 = NotNext)", next_sentence_label, shape and shape[:1], 2)
         rows = labelled_rows(labels) if masked_only and labels is not None else None
         out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                          output_hidden_states, rows)
+                     output_hidden_states, rows)
         mlm_logits, mlm_loss, masked = masked_lm(self.cls.predictions, out.last_hidden_state, labels, rows)
         nsp_logits = self.cls.seq_relationship(out.pooler_output)  # (B, 2)
         nsp_loss = None if next_sentence_label is None else cross_entropy(nsp_logits, next_sentence_label)
         parts = [x for x in (mlm_loss, nsp_loss) if x is not None]
         return finish(self, out, return_dict, loss=sum(parts) if parts else None,
-                           **mlm_fields(mlm_logits, masked, "prediction_logits"), seq_relationship_logits=nsp_logits,
-                           mlm_loss=mlm_loss, nsp_loss=nsp_loss)
+                      **mlm_fields(mlm_logits, masked, "prediction_logits"), seq_relationship_logits=nsp_logits,
+                      mlm_loss=mlm_loss, nsp_loss=nsp_loss)
 
 
 class BertForSequenceClassification(BertPreTrainedModel):
@@ -222,14 +222,14 @@ class BertForSequenceClassification(BertPreTrainedModel):
         p = config.classifier_dropout if config.classifier_dropout is not None else config.hidden_dropout_prob
         self.dropout = Dropout(p)
         self.classifier = nn.Linear(config.hidden_size, config.num_labels)
-        self.init_weights()
+        self.init_weights(self.classifier)  # the head's layer: BertModel drew the encoder's
         self.post_init()
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
                 inputs_embeds=None, labels=None, output_attentions=None, output_hidden_states=None,
                 return_dict=None):
         out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                          output_hidden_states, cls_rows(input_ids, inputs_embeds))
+                     output_hidden_states, cls_rows(input_ids, inputs_embeds))
         logits = self.classifier(self.dropout(out.pooler_output))  # (B, num_labels)
         loss = None if labels is None else classification_loss(logits, labels, self.config)  # checks the labels
         return finish(self, out, return_dict, loss=loss, logits=logits)
@@ -249,7 +249,7 @@ class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
         super().__init__(decoder_config(config))
         self.bert = BertModel(self.config, add_pooling_layer=False)
         self.cls = BertPreTrainingHeads(self.config, nsp=False)
-        self.init_weights()
+        self.init_weights(self.cls)  # the head's layers: BertModel drew the encoder's
         self.post_init()  # the MLM decoder is the word embedding matrix (config.tie_word_embeddings)
 
     def forward(self, input_ids=None, attention_mask=None, token_type_ids=None, position_ids=None,
@@ -275,9 +275,9 @@ class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
         if labels is not None or shift_labels is not None:
             use_cache = False  # training: nothing to decode later
         out = encode(self, input_ids, attention_mask, token_type_ids, position_ids, inputs_embeds, output_attentions,
-                          output_hidden_states, encoder_hidden_states=encoder_hidden_states,
-                          encoder_attention_mask=encoder_attention_mask, past_key_values=past_key_values,
-                          use_cache=use_cache)
+                     output_hidden_states, encoder_hidden_states=encoder_hidden_states,
+                     encoder_attention_mask=encoder_attention_mask, past_key_values=past_key_values,
+                     use_cache=use_cache)
         logits = self.cls.predictions(out.last_hidden_state)  # (B, T, V)
         loss = None
         if shift_labels is not None:
@@ -285,7 +285,7 @@ class BertForCausalLM(CausalLMHelpers, GenerationMethods, BertPreTrainedModel):
         elif labels is not None:
             loss = next_token_loss(logits, labels)  # position t scored on token t+1
         return finish(self, out, return_dict, loss=loss, logits=logits, past_key_values=out.past_key_values,
-                           cross_attentions=out.cross_attentions)
+                      cross_attentions=out.cross_attentions)
 
 
 def decoder_config(config):

@@ -493,6 +493,30 @@ def test_base_model_is_the_encoder_as_in_transformers(ours_cls):
     assert type(ours.base_model).__name__ == type(theirs.base_model).__name__ == "BertModel"
 
 
+HEADS = [minibert.BertForMaskedLM, minibert.BertForNextSentencePrediction, minibert.BertForPreTraining,
+         minibert.BertForSequenceClassification, minibert.BertForCausalLM]
+
+
+@pytest.mark.parametrize("cls", HEADS, ids=lambda c: c.__name__)
+def test_a_head_draws_its_own_weights_and_leaves_the_encoders_as_drawn(cls):
+    # the encoder's weights are drawn once, by BertModel: a head built from a seed holds the encoder that seed
+    # gives alone, and its own layers have BERT's initialisation (normal with the config's std, zero biases)
+    config = minibert.BertConfig(**CONFIGS["gelu"])
+    torch.manual_seed(3)
+    model = cls(config)
+    torch.manual_seed(3)
+    alone = minibert.BertModel(model.bert.config, add_pooling_layer=model.bert.pooler is not None)
+    for name, weight in alone.state_dict().items():
+        assert torch.equal(model.bert.state_dict()[name], weight), name
+    own = model.classifier if hasattr(model, "classifier") else model.cls
+    tied = model.bert.embeddings.word_embeddings.weight  # the MLM decoder's weight is this table
+    layers = [m for m in own.modules() if isinstance(m, torch.nn.Linear) and m.weight is not tied]
+    assert layers
+    for m in layers:  # PyTorch's own default would give a std near 0.1 here, and nonzero biases
+        assert abs(m.weight.std().item() - config.initializer_range) < 0.5 * config.initializer_range
+        assert m.bias is None or not m.bias.any()
+
+
 def test_the_names_and_hooks_that_transformers_code_and_tools_use(tmp_path):
     config = dict(CONFIGS["gelu"], is_decoder=True)
     theirs = randomize(transformers.BertLMHeadModel(transformers.BertConfig(**config)), seed=4).eval()
