@@ -50,7 +50,7 @@ def _decoder():
     from ..model.config import BertConfig
     from ..model.heads import BertForCausalLM
     with torch.random.fork_rng():
-        torch.manual_seed(0)
+        torch.manual_seed(3)  # a model whose greedy output changes tokens: reading the first position differs
         config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=32, is_decoder=True, add_cross_attention=True,
                             hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, initializer_range=0.5)
