@@ -312,8 +312,7 @@ def card(name, args, info, scores, blank_rows, texts, parameters, weight_bytes):
         f"- {info['steps']:,} steps of {args.batch_size} sequences x {args.max_length} tokens, AdamW at peak "
         f"learning rate {args.lr:g}, {args.schedule} schedule, {args.warmup:.0%} warm-up, "
         f"{'bf16 autocast' if info.get('bf16') else 'fp32'}",
-        f"- wall time {info['minutes']} minutes (evaluations included) on {info['machine']}"
-        + (f", {info['threads']} thread{'s' if info['threads'] != 1 else ''}" if info.get("threads") else "")
+        f"- wall time {info['minutes']} minutes (evaluations included) " + where_trained(info)
         + (f"; {info['note']}" if info.get("note") else ""),
         "- `make pretrained` retrains and re-exports every shipped checkpoint", "",
         *pieces_table(info),
@@ -368,6 +367,14 @@ def in_training(name, args, info):
             "(the same data from the same step on, a fresh optimizer; an unfinished run folder of its own in "
             "`runs/` is resumed instead):", "",
             "```bash", f"python -m minibert.course.pretrained {name}", "```", ""]
+
+
+def where_trained(info):
+    """The machine and threads of a run trained in one go; a run in pieces names them piece by piece."""
+    if len(info.get("pieces") or []) > 1:
+        return f"in {len(info['pieces'])} pieces, each on the machine and threads listed below"
+    threads = info.get("threads")
+    return f"on {info['machine']}" + (f", {threads} thread{'s' if threads != 1 else ''}" if threads else "")
 
 
 def pieces_table(info):

@@ -147,3 +147,14 @@ def test_a_checkpoint_in_training_says_so_and_how_it_goes_on(checkpoint):
         assert f"**In training: step {info['steps']:,} of {info['args']['steps']:,}.**" in card
         assert f"python -m minibert.course.pretrained {name}" in card
         assert info["pieces"][-1]["to"] == info["steps"]
+
+
+def test_a_card_of_a_run_in_pieces_names_no_single_machine():
+    """A run trained in pieces on machines and threads that differ names them piece by piece: its summary
+    line must not give the whole wall time to the last piece's machine and threads."""
+    piece = dict(start="continued", bf16=False, world_size=1, seconds=600)
+    pieces = [{**piece, "from": 0, "to": 10, "machine": "AMD EPYC", "threads": 1},
+              {**piece, "from": 10, "to": 20, "machine": "Intel Xeon", "threads": 2}]
+    in_pieces = pretrained.where_trained({"machine": "Intel Xeon", "threads": 2, "pieces": pieces})
+    assert "Intel Xeon" not in in_pieces and "2 threads" not in in_pieces and "2 pieces" in in_pieces
+    assert pretrained.where_trained({"machine": "AMD EPYC", "threads": 1, "pieces": pieces[:1]}) == "on AMD EPYC, 1 thread"
