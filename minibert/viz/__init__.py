@@ -9,11 +9,12 @@
     viz.plot_attention_masks(attention_mask)        # encoder, causal and decoder masks
     viz.plot_attention(out.attentions, tokens, layer, head), plot_attention_heads, plot_attention_overview
     viz.plot_learning_curves(result)                # training loss, held-out metrics, trivial baselines
-    viz.plot_top_k(candidates)                      # top-k predictions as bars
+    viz.plot_top_k(candidates, answer=token)        # top-k predictions as bars, the true token's rank
 
 Figures are made without pyplot (no global state, nothing shown twice in a notebook): a figure
 that is the last value of a cell is displayed, `fig.savefig(path)` writes it. Colours are
-Okabe-Ito's, told apart with every common colour-vision deficiency; grey always means "ignored".
+Okabe-Ito's, told apart with every common colour-vision deficiency; pale grey always means "ignored"
+(a darker grey box with a dark edge is a special token).
 Token pictures wrap every `per_line` positions, so 4 to 128 tokens stay legible.
 
     style.py      the palette, box styles, titles and legends every picture shares

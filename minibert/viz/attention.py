@@ -126,18 +126,22 @@ def heatmap(ax, weights, tokens, vmax, ticks="both", size=None):
     return image
 
 
-def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, labels=True):
-    """A grid of heatmaps on one colour scale, cells: rows of (layer, head). The colour bar marks 1/T (T: the
-    tokens that are not padding), what every cell would hold if attention were uniform: brighter cells
-    are what a head singles out."""
+def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, labels=True, vmax=None):
+    """A grid of heatmaps on one colour scale, cells: rows of (layer, head). vmax: the top of the scale
+    (default: the largest weight shown); pass the same vmax (1 suits probabilities) to figures that are to be
+    compared. The colour bar marks 1/T (T: the tokens that are not padding), what every cell would hold if
+    attention were uniform (in a causal map, what its last row's cells would hold): brighter cells are what a
+    head singles out."""
     T = check_tokens(attentions, tokens)
     nrows, ncols = len(cells), max(len(r) for r in cells)
-    panel = (min(6.5, max(3.0, 0.16 * T + 1.6)) if ticks else min(3.0, max(2.0, 7.5 / ncols)))
+    panel = (min(6.5, max(3.0, 0.16 * T + 1.6)) if ticks else min(4.0, max(2.0, 8.5 / ncols)))
     weights = {(l, h): attention_weights(attentions, l, h, batch) for r in cells for l, h in r}
-    vmax = max(float(w.max()) for w in weights.values())
+    largest = max(float(w.max()) for w in weights.values())
+    vmax = largest if vmax is None else vmax
     width = ncols * panel + (2.2 if ticks else 1.6)
     fig = Figure(figsize=(width, nrows * panel + (1.2 if ticks else 1.0)), dpi=100, layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False)
+    small = min(8, max(5, 50 * panel / T))  # about 0.7 of a row's height in points, and 8 pt at most
     for i, r in enumerate(cells):
         for j in range(ncols):
             ax = axes[i][j]
@@ -150,16 +154,23 @@ def attention_figure(attentions, tokens, cells, title, note, batch, ticks=True, 
             else:  # small panels: token names on the left column and the bottom row only, in small type
                 axes_named = "".join(a for a, edge in (("x", i == nrows - 1), ("y", j == 0)) if edge)
                 image = heatmap(ax, weights[layer, head], tokens, vmax, {"xy": "both"}.get(axes_named, axes_named),
-                                size=6)
+                                size=small)
             if len(weights) > 1:
                 ax.set_title(f"layer {layer}, head {head}", fontsize=10)
             if labels and i == nrows - 1:
                 ax.set_xlabel("key: the token looked at", fontsize=9)
             if labels and j == 0:
                 ax.set_ylabel("query: the token looking", fontsize=9)
-    bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row sums to 1)")
+    bar = fig.colorbar(image, ax=axes, shrink=0.8, label="attention weight (each row sums to 1)",
+                       extend="max" if largest > vmax else "neither")
     keys = int((sum(w.sum(0) for w in weights.values()) > 1e-6).sum())  # padding receives no attention
-    mark_uniform(bar, 1 / keys, f"uniform: 1/{keys}")
+    if T > 1 and all(np.triu(w, 1).max() == 0 for w in weights.values()):
+        # a causal map: query t reads only keys 0..t, so its uniform weight is 1/(t + 1), not 1/T
+        mark_uniform(bar, 1 / keys, f"uniform, last row: 1/{keys}")
+        note += (" Causal: row t may read only keys 0..t, so uniform attention gives each of them 1/(t+1); "
+                 f"the bar marks the last row's 1/{keys}.")
+    else:
+        mark_uniform(bar, 1 / keys, f"uniform: 1/{keys}")
     suptitle(fig, title)
     fig.supxlabel(wrap(note, width, 9.5), fontsize=9.5, color=DARK)
     return fig
@@ -174,27 +185,31 @@ def mark_uniform(bar, level, label):
     bar.set_ticks(ticks + [level], labels=[f"{t:.2g}" for t in ticks] + [label])
 
 
-def plot_attention(attentions, tokens, layer=0, head=0, batch=0, title=None):
+def plot_attention(attentions, tokens, layer=0, head=0, batch=0, title=None, vmax=None):
     """One head's attention weights: row = the token looking (query), column = the token looked at (key).
-    attentions: out.attentions of any minibert model called with output_attentions=True."""
+    attentions: out.attentions of any minibert model called with output_attentions=True. vmax: the top of
+    the colour scale (default: the largest weight); vmax=1 puts maps that are to be compared on one scale."""
     return attention_figure(attentions, tokens, [[(layer, head)]],
                             title or f"Layer {layer}, head {head}: each row is one token, spreading its attention "
                                      "over the tokens it reads",
-                            "A bright cell: the row's token reads the column's token.", batch)
+                            "A bright cell: the row's token reads the column's token.", batch, vmax=vmax)
 
 
-def plot_attention_heads(attentions, tokens, layer=0, batch=0, per_row=4, title=None):
-    """Every head of one layer side by side, on one colour scale: each head learns its own pattern."""
+def plot_attention_heads(attentions, tokens, layer=0, batch=0, per_row=4, title=None, vmax=None):
+    """Every head of one layer side by side, on one colour scale: each head learns its own pattern.
+    vmax: as in plot_attention; vmax=1 to compare the figures of two layers."""
     attention_weights(attentions, layer, 0, batch)  # checks that the layer exists
     heads = attentions[layer].shape[1]
     cells = [[(layer, h) for h in range(s, min(heads, s + per_row))] for s in range(0, heads, per_row)]
     title = title or f"The {heads} heads of layer {layer} look at different things"
     return attention_figure(attentions, tokens, cells, title,
-                            "Each head has its own queries and keys, so each learns its own pattern.", batch)
+                            "Each head has its own queries and keys, so each learns its own pattern.", batch,
+                            vmax=vmax)
 
 
-def plot_attention_overview(attentions, tokens=None, batch=0, title=None):
-    """Layers x heads small multiples, token names on the outer panels only: the patterns at a glance."""
+def plot_attention_overview(attentions, tokens=None, batch=0, title=None, vmax=None):
+    """Layers x heads small multiples, token names on the outer panels only: the patterns at a glance.
+    vmax: as in plot_attention."""
     layers, heads = len(attentions), attentions[0].shape[1]
     cells = [[(l, h) for h in range(heads)] for l in range(layers)]
     T = check_tokens(attentions, tokens)
@@ -203,7 +218,7 @@ def plot_attention_overview(attentions, tokens=None, batch=0, title=None):
     return attention_figure(attentions, tokens, cells, title,
                             "Panel rows = layers, panel columns = heads. In each panel: one row per query, one "
                             "column per key, as in plot_attention.", batch,
-                            ticks=False, labels=False)
+                            ticks=False, labels=False, vmax=vmax)
 
 
 def figure_png(fig, dpi=80):
@@ -212,8 +227,9 @@ def figure_png(fig, dpi=80):
     return buffer.getvalue()
 
 
-def attention_explorer(attentions, tokens, batch=0):
-    """An ipywidgets explorer for JupyterLab: sliders for layer and head over one heatmap."""
+def attention_explorer(attentions, tokens, batch=0, vmax=None):
+    """An ipywidgets explorer for JupyterLab: sliders for layer and head over one heatmap. vmax: as in
+    plot_attention; a fixed vmax (1) keeps the colours comparable as the sliders move."""
     import ipywidgets as widgets  # imported here: only the explorer needs it
     check_tokens(attentions, tokens)
     layer = widgets.IntSlider(value=0, min=0, max=len(attentions) - 1, description="layer")
@@ -221,7 +237,7 @@ def attention_explorer(attentions, tokens, batch=0):
     image = widgets.Image(format="png")
 
     def draw(_=None):
-        image.value = figure_png(plot_attention(attentions, tokens, layer.value, head.value, batch))
+        image.value = figure_png(plot_attention(attentions, tokens, layer.value, head.value, batch, vmax=vmax))
 
     layer.observe(draw, names="value")
     head.observe(draw, names="value")

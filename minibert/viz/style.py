@@ -24,8 +24,8 @@ STYLES = {
     "input": (tint(SKY, 0.5), BLUE, BLACK),
     "target": (tint(GREEN), GREEN, BLACK),
     "wrong": (tint(VERMILLION), VERMILLION, BLACK),
-    "ignored": ("#EDEDED", "#C8C8C8", GREY),
-    "special": ("#F4F4F4", DARK, DARK),
+    "ignored": ("#F3F3F3", "#CDCDCD", GREY),  # pale, with a pale edge: it fades out
+    "special": ("#C9C9C9", DARK, BLACK),  # a darker grey than ignored, with a dark edge: drawn and read
     "segment A": (tint(SKY, 0.5), BLUE, BLACK),
     "segment B": (tint(ORANGE, 0.45), ORANGE, BLACK),
     "not selected": ("white", DARK, BLACK),  # the four names of minibert.data.DECISIONS
@@ -37,7 +37,7 @@ STYLES = {
 # sizes in inches: a token column, a row unit, the room for row names and for the title lines
 CELL_W, CELL_H, NAME_W, MIN_WIDTH = 0.88, 0.42, 2.0, 8.0
 BOX_W, BOX_H = 0.9, 0.8  # a token box, in column and row units
-MAX_CHARS = 11  # longer tokens are cut with an ellipsis
+MAX_CHARS = 14  # longer tokens are cut with an ellipsis (token_box sets long ones in smaller type)
 FONT, SMALL = 9, 7.5
 
 

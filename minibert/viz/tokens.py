@@ -1,12 +1,15 @@
 """Token pictures: one row of boxes per view of a sequence, aligned by position and wrapped into
 bands; the label shift, masked-LM masking and sentence pairs are drawn with them."""
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
 import torch
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Patch
+from matplotlib.textpath import TextToPath
 
 from ..data.collators import DECISIONS, KEPT, MASKED, NOT_SELECTED, RANDOM, MLMCollator
 from ..model.losses import IGNORE_INDEX, shift_labels
@@ -29,15 +32,34 @@ class Section:
     heading: str = ""  # shown above the section (plot_objectives)
     arrows: list = field(default_factory=list)  # (from row, position, to row, position, colour, gid)
     brackets: list = field(default_factory=list)  # (row, first position, last position): pieces of one word
+    words: bool = False  # break lines where a word of the first row starts, so that a word stays on one line
 
 
 NUMBERS_H, ROW_H, BAND_GAP, HEADING_H = 0.55, 1.0, 0.55, 1.0  # in row units
+TEXT_W = BOX_W * CELL_W * 72 - 7  # points of text a box holds, with a little room on each side
+MEASURE = TextToPath()  # text widths in points, without a figure
+
+
+def band_starts(section, per_line):
+    """The first position of each band (line of boxes): every per_line positions, or for a section of words,
+    where the word that would not fit starts; a word longer than a line is cut where the line ends."""
+    tokens, starts = [str(t) for t in section.rows[0].texts], [0]
+    while len(tokens) - starts[-1] > per_line:
+        cut = starts[-1] + per_line
+        if section.words:
+            word, end = cut, cut  # the word cut in two: its first position, and the one after its last
+            while word > starts[-1] and tokens[word].startswith("##"):  # ## continues the word before it
+                word -= 1
+            while end < len(tokens) and tokens[end].startswith("##"):
+                end += 1
+            cut = word if word > starts[-1] and end - word <= per_line else cut
+        starts.append(cut)
+    return starts
 
 
 def section_height(section, per_line):
-    n = len(section.rows[0].texts)
     band = NUMBERS_H + sum(r.space + ROW_H for r in section.rows) + BAND_GAP
-    return (HEADING_H if section.heading else 0) + math.ceil(n / per_line) * band
+    return (HEADING_H if section.heading else 0) + len(band_starts(section, per_line)) * band
 
 
 def token_figure(sections, per_line, title, subtitle, legend):
@@ -71,10 +93,10 @@ def draw_section(ax, section, y, per_line):
     if section.heading:
         ax.text(-NAME_W / CELL_W + 0.2, y - 0.45, section.heading, fontsize=10.5, weight="bold", va="center")
         y -= HEADING_H
-    n = len(section.rows[0].texts)
+    starts = band_starts(section, per_line)
+    bands = list(zip(starts, starts[1:] + [len(section.rows[0].texts)]))  # (first, stop) position of each band
     centres = []  # per band: the y of each row's centre
-    for band in range(math.ceil(n / per_line)):
-        start, stop = band * per_line, min(n, (band + 1) * per_line)
+    for start, stop in bands:
         for p in range(start, stop):
             ax.text(p - start, y - NUMBERS_H / 2, str(p), fontsize=SMALL - 0.5, color=GREY, ha="center", va="center")
         y -= NUMBERS_H
@@ -92,14 +114,14 @@ def draw_section(ax, section, y, per_line):
         centres.append(ys)
         y -= BAND_GAP
     for r, first, last in section.brackets:  # a line under the pieces of one word, cut at band ends
-        for band in range(first // per_line, last // per_line + 1):
-            start = band * per_line
-            a, b = max(first, start) - start, min(last, start + per_line - 1) - start
-            yb = centres[band][r] - BOX_H / 2 - 0.12
-            ax.plot([a - BOX_W / 2, b + BOX_W / 2], [yb, yb], color=DARK, lw=2.2, solid_capstyle="butt")
+        for band, (start, stop) in enumerate(bands):
+            a, b = max(first, start) - start, min(last, stop - 1) - start
+            if a <= b:
+                yb = centres[band][r] - BOX_H / 2 - 0.12
+                ax.plot([a - BOX_W / 2, b + BOX_W / 2], [yb, yb], color=DARK, lw=2.2, solid_capstyle="butt")
     for r0, p0, r1, p1, colour, gid in section.arrows:
-        band = p0 // per_line
-        x0, x1 = p0 - band * per_line, p1 - band * per_line
+        band = bisect.bisect_right(starts, p0) - 1
+        x0, x1 = p0 - starts[band], p1 - starts[band]
         y0, y1 = centres[band][r0], centres[band][r1]
         down = 1 if y1 < y0 else -1
         arrow = FancyArrowPatch((x0, y0 - down * BOX_H / 2), (x1, y1 + down * BOX_H / 2), arrowstyle="-|>",
@@ -116,7 +138,8 @@ def token_box(ax, x, y, text, style):
     box.set_gid(style)
     ax.add_patch(box)
     text = short(text)
-    size = FONT if len(text) <= 9 else FONT * 9.5 / len(text)  # long tokens in smaller type, to fit the box
+    width = MEASURE.get_text_width_height_descent(text, FontProperties(size=FONT), ismath=False)[0]
+    size = min(FONT, FONT * TEXT_W / width) if width else FONT  # long tokens in smaller type, to fit the box
     ax.text(x, y, text, fontsize=size, ha="center", va="center", color=colour)
 
 
@@ -239,13 +262,14 @@ def masking_section(tokens, masked_tokens, labels, decisions, words=False, headi
             Row("labels", [label_text(x) for x in labels],
                 ["ignored" if c == NOT_SELECTED else s for c, s in zip(codes, styles)], space=0.3)]
     brackets = [(0, a, b) for a, b in word_brackets(tokens)] if words else []
-    return Section(rows, heading, brackets=brackets), codes
+    return Section(rows, heading, brackets=brackets, words=words), codes
 
 
 def plot_masking(tokens, masked_tokens, labels, decisions, title=None, whole_words=False, per_line=12):
     """What masked LM did to each token: tokens (the original), masked_tokens (what the model reads),
     labels (a token string where the model must predict, -100 elsewhere) and decisions (codes or
-    names of minibert.data.DECISIONS). whole_words underlines the pieces of each split word."""
+    names of minibert.data.DECISIONS). whole_words underlines the pieces of each split word and keeps each word
+    on one line."""
     section, codes = masking_section(tokens, masked_tokens, labels, decisions, whole_words)
     counts = [codes.count(c) for c in range(len(DECISIONS))]
     chosen = len(codes) - counts[NOT_SELECTED]
@@ -286,7 +310,7 @@ PAIR_LABELS = {  # objective -> label -> (name, what it means)
     "sop": {0: ("in order", "A and B appear in this order in the text"), 1: ("swapped", "B came before A in the text")},
 }
 B_FROM = {"next": "the true continuation of A", "random document": "a random other document",
-          "same document": "elsewhere in A's document (a hard negative)", "in order": "right after A",
+          "same document": "a hard negative, not next to A", "in order": "right after A",
           "swapped": "right BEFORE A (the two were swapped)"}
 
 
@@ -300,27 +324,50 @@ def pair_section(tokenizer, input_ids, token_type_ids, heading=""):
                     Row("token_type_ids", [str(s) for s in segments], segment, space=0.2)], heading)
 
 
-def span(source, key, titles):
+def span(source, key, titles, cut=False):
+    """Where a segment came from, in words: 'sentences 2-3 of the document "Anarchism" (truncated)'."""
     doc = source["document"] if key == "a" else source["b_document"]
     first, stop = source[key]
     where = f"sentence {first}" if stop - first == 1 else f"sentences {first}-{stop - 1}"
-    name = f'"{titles[doc]}"' if titles is not None else f"document {doc}"
-    return f"{where} of {name}"
+    if key == "b" and doc == source["document"]:
+        name = "the same document"
+    else:  # "the document": a title such as "A" must not read as segment A
+        name = f'the document "{titles[doc]}"' if titles is not None else f"document {doc}"
+    return f"{where} of {name}" + (" (truncated)" if cut else "")
 
 
-def plot_nsp_example(tokenizer, example, titles=None, per_line=12):
+def truncated_segments(tokenizer, example, documents):
+    """{"a": bool, "b": bool}: whether a segment holds fewer tokens than its sentences, cut to fit max_length."""
+    source, ids = example["source"], as_list(example["input_ids"])
+    seps = [p for p, i in enumerate(ids) if i == tokenizer.sep_token_id]
+    drawn = {"a": seps[0] - 1, "b": seps[1] - seps[0] - 1}  # [CLS] A [SEP] B [SEP]
+    cut = {}
+    for key, doc in (("a", source["document"]), ("b", source["b_document"])):
+        first, stop = source[key]
+        sentences = tokenizer(list(documents[doc][first:stop]), add_special_tokens=False)["input_ids"]
+        cut[key] = drawn[key] < sum(len(s) for s in sentences)
+    return cut
+
+
+def plot_nsp_example(tokenizer, example, titles=None, per_line=12, documents=None):
     """An example of minibert.make_nsp_examples or make_sop_examples: segments A and B with their
-    segment ids, the label in words, and where B came from. titles: the corpus's document titles."""
+    segment ids, the label in words, and where B came from. titles: the corpus's document titles;
+    documents: the documents the example was made from, to mark a segment truncated to fit max_length."""
     source = example.get("source", {})
     task = "sop" if source.get("b_from") in ("in order", "swapped") else "nsp"
     label = int(example["next_sentence_label"])
     name, meaning = PAIR_LABELS[task][label]
+    hard = source.get("b_from") == "same document"  # a hard negative: not random, only out of place
+    if hard:
+        meaning = "B comes from elsewhere in A's document"
     what = "Next sentence prediction" if task == "nsp" else "Sentence order prediction"
     title = f'{what}: label {label} = "{name}": {meaning}'
-    convention = ('0 = IsNext, 1 = NotNext ("is B random?")' if task == "nsp" else "0 = in order, 1 = swapped")
+    convention = ("0 = in order, 1 = swapped" if task == "sop" else
+                  "0 = IsNext, 1 = NotNext" + ("" if hard else ' ("is B random?")'))
     subtitle = f"Labels: {convention}. The classifier reads only the [CLS] vector; token_type_ids tell A from B."
     if source:
-        subtitle = (f"A is {span(source, 'a', titles)}; B is {span(source, 'b', titles)}: "
+        cut = truncated_segments(tokenizer, example, documents) if documents is not None else {}
+        subtitle = (f"A is {span(source, 'a', titles, cut.get('a'))}; B is {span(source, 'b', titles, cut.get('b'))}: "
                     f"{B_FROM.get(source['b_from'], source['b_from'])}. " + subtitle)
     section = pair_section(tokenizer, example["input_ids"], example["token_type_ids"])
     legend = style_handles(["special", "segment A", "segment B"],
@@ -345,11 +392,12 @@ def plot_objectives(tokenizer, sentence_a, sentence_b, seed=0, per_line=None):
     # [CLS] A [SEP] fills a line, and the pair two (no token left alone on a third)
     per_line = per_line or max(min(len(tokens), 16), math.ceil(len(pair["input_ids"]) / 2))
     title = "Three ways to learn from raw text: the labels come from the text itself"
-    subtitle = ("The same model, three kinds of labels. Grey: ignored by the loss (-100). "
+    subtitle = ("The same model, three kinds of labels. Pale grey: ignored by the loss (-100, or no next token). "
                 "Masked-LM colours: what happened to a chosen token.")
     names = {"token": "text as it is (white)", "special": "special token ([CLS], [SEP])",
              "segment A": "sentence A (segment 0)", "segment B": "sentence B (segment 1)", "target": "next-token label",
-             "masked": "[MASK]", "random token": "random token", "kept": "kept", "ignored": "ignored (-100)"}
+             "masked": "[MASK]", "random token": "random token", "kept": "kept",
+             "ignored": "ignored (-100, or no next token)"}
     used = {style for section in sections for row in section.rows for style in row.styles}
     names = {style: label for style, label in names.items() if style in used}
     return token_figure(sections, per_line, title, subtitle, style_handles(list(names), list(names.values())))

@@ -94,8 +94,15 @@ def test_masking_from_a_collator_marks_whole_words(course):
     fig = viz.plot_mlm_masking(minibert.MLMCollator(tok, whole_word_mask=True, seed=0), tok, ids)
     assert artists(fig, Line2D), "the pieces of split words are joined by a bar"
     assert any("Whole-word" in t for t in texts(fig))
+    split_words = viz.tokens.word_brackets(tok.convert_ids_to_tokens(ids.tolist()))
+    assert len(artists(fig, Line2D)) == len(split_words), "each split word stays on one line: one bar, not two halves"
     plain = viz.plot_mlm_masking(minibert.MLMCollator(tok, seed=0), tok, ids)
     assert not artists(plain, Line2D) and any("15% of tokens" in t for t in texts(plain))
+
+
+def test_a_long_word_is_drawn_whole_in_its_box():
+    fig = viz.plot_label_shift(["[CLS]", "institutions", "communication", "[SEP]"])
+    assert "institutions" in texts(fig) and "communication" in texts(fig)  # not cut to "institutio..."
 
 
 @pytest.mark.parametrize("n", [4, 128])
@@ -130,11 +137,32 @@ def test_nsp_and_sop_examples_say_the_label_in_words(course):
     assert fig.get_size_inches()[0] <= 14  # 128 tokens wrap
 
 
+def test_nsp_example_says_which_segment_was_truncated_and_what_a_hard_negative_is(course):
+    tok, docs = course.tokenizer, course.heldout_docs
+    pairs = minibert.make_nsp_examples(docs, tok, max_length=24, negatives="hard", seed=0)
+
+    def subtitle(example):
+        return " ".join(viz.plot_nsp_example(tok, example, docs.titles, documents=docs).texts[1].get_text().split())
+
+    whole = next(e for e in pairs if len(e["input_ids"]) < 24)  # shorter than max_length: nothing was cut
+    assert "(truncated)" not in subtitle(whole)
+    long_a = next(e for e in pairs if len(tok(docs[e["source"]["document"]][e["source"]["a"][0]])["input_ids"]) > 24)
+    a_part = subtitle(long_a).split(";")[0]  # its first sentence alone is longer than the pair may be
+    assert a_part.startswith("A is sentence") and a_part.endswith("(truncated)")
+    assert f'of the document "{docs.titles[long_a["source"]["document"]]}"' in a_part
+    hard = next(e for e in pairs if e["source"]["b_from"] == "same document")
+    fig = viz.plot_nsp_example(tok, hard, docs.titles, documents=docs)
+    assert "B comes from elsewhere in A's document" in " ".join(fig.texts[0].get_text().split())
+    assert "of the same document" in fig.texts[1].get_text()
+
+
 def test_objectives_show_all_three(course):
     fig = viz.plot_objectives(course.tokenizer, *figures.PAIR)
     headings = [t for t in texts(fig) if t[:2] in ("1.", "2.", "3.")]
     assert len(headings) == 3 and "IsNext" in headings[2]
-    assert "special token ([CLS], [SEP])" in [t.get_text() for t in fig.legends[0].get_texts()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "special token ([CLS], [SEP])" in legend
+    assert "ignored (-100, or no next token)" in legend  # the last input has no next token: greyed, not a -100
     pair = course.tokenizer(*figures.PAIR)["input_ids"]
     first = len(course.tokenizer(figures.PAIR[0])["input_ids"])
     numbers = [t for t in fig.axes[0].texts if t.get_color() == viz.GREY and t.get_text().isdigit()]
@@ -219,7 +247,15 @@ def test_learning_curves_show_the_trivial_baseline():
     fig = viz.plot_learning_curves(fake_result())
     assert len([ax for ax in fig.axes if ax.lines]) == 3  # training loss, MLM accuracy, MLM loss
     dashed = [line.get_label() for ax in fig.axes for line in ax.lines if line.get_linestyle() == "--"]
-    assert dashed == ["baseline: always 'the' (5.4%)", "baseline: unigram (7.07)"]
+    assert dashed == ["baseline: unigram (7.07)", "baseline: always 'the' (5.4%)", "baseline: unigram (7.07)"]
+    assert fig.axes[0].get_ylabel() == "loss (nats)"
+    assert len({ax.get_xlim() for ax in fig.axes}) == 1  # one step axis: the same range and ticks in every panel
+    assert len({tuple(ax.get_xticks()) for ax in fig.axes}) == 1 and 100 in fig.axes[0].get_xticks()
+    summed = fake_result()
+    summed.args.objective = "mlm+nsp"  # a sum of two losses: no recorded baseline for the training loss
+    fig = viz.plot_learning_curves(summed)
+    assert not [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
+    assert "none is recorded for the training loss" in " ".join(fig.get_suptitle().split())
     both = viz.plot_learning_curves({"lr 1e-3": fake_result(), "lr 3e-3": fake_result(0.01)}, metrics=["mlm_accuracy"])
     labels = [line.get_label() for line in both.axes[1].lines]
     assert "lr 1e-3 held-out" in labels and "lr 3e-3 held-out" in labels and len(both.axes) == 2
@@ -235,3 +271,46 @@ def test_top_k_draws_one_bar_per_candidate_and_marks_the_answer():
     assert [ax.get_title() for ax in two.axes] == ["first [MASK]", "second [MASK]"]
     assert two.axes[0].get_xlim() == two.axes[1].get_xlim()  # one scale: bars can be compared across panels
     assert all(0 <= t <= 1 for ax in two.axes for t in ax.get_xticks())  # no tick past 100%
+    assert viz.plot_top_k(candidates, xmax=1).axes[0].get_xlim() == (0, 1)  # a fixed scale, to compare two pictures
+
+
+def test_top_k_names_the_rank_of_a_true_token_below_the_bars():
+    ranked = [("the", 0.4), ("a", 0.2), ("cat", 0.1), ("dog", 0.05)]
+    fig = viz.plot_top_k(ranked, answer="dog", k=2)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["the", "a", "dog"]
+    assert any("true token: 5.0%, rank 4" in t for t in texts(fig))
+    assert any("true token, not in the top 4" in t for t in texts(viz.plot_top_k(ranked, answer="bird", k=2)))
+
+
+# Attention heatmaps: one colour scale for maps that are compared, the uniform mark of a causal map, small
+# multiples whose token names can be read.
+
+def colour_bar_labels(fig):
+    bar = next(ax for ax in fig.axes if not ax.images and ax.get_yticklabels())
+    return [t.get_text() for t in bar.get_yticklabels()]
+
+
+def test_attention_maps_put_on_one_colour_scale_with_vmax(attentions):
+    att, tokens = attentions[4], words(4)
+    fitted = viz.plot_attention_heads(att, tokens, layer=1)
+    assert fitted.axes[0].images[0].get_clim()[1] == pytest.approx(att[1][0].max().item())  # default: the largest
+    for layer in (0, 1):  # two layers, one scale: a cell as bright as another holds as much weight
+        heads = viz.plot_attention_heads(att, tokens, layer=layer, vmax=1)
+        assert all(ax.images[0].get_clim() == (0, 1) for ax in heads.axes if ax.images)
+    assert viz.plot_attention(att, tokens, 1, 3, vmax=1).axes[0].images[0].get_clim() == (0, 1)
+    assert viz.plot_attention_overview(att, tokens, vmax=1).axes[0].images[0].get_clim() == (0, 1)
+
+
+def test_a_causal_map_marks_the_uniform_weight_of_its_last_row(attentions):
+    att, tokens = attentions[4], words(4)
+    causal = tuple(a.tril() / a.tril().sum(-1, keepdim=True) for a in att)  # row t spread over keys 0..t
+    fig = viz.plot_attention(causal, tokens)
+    assert "uniform, last row: 1/4" in colour_bar_labels(fig)  # row t's uniform weight is 1/(t+1), not 1/4
+    assert any("1/(t+1)" in t for t in texts(fig))
+    assert "uniform: 1/4" in colour_bar_labels(viz.plot_attention(att, tokens))
+
+
+def test_the_overview_names_the_tokens_of_a_small_model_in_readable_type(attentions):
+    overview = viz.plot_attention_overview(attentions[4], words(4))
+    sizes = [t.get_fontsize() for ax in overview.axes if ax.images for t in ax.get_xticklabels() + ax.get_yticklabels()]
+    assert sizes and min(sizes) >= 7
