@@ -6,7 +6,7 @@ redraws them and compares with the ones committed in figures/, so a picture that
 is noticed. The learning curves are those of the course's live mlm+nsp run (trained once, about a
 minute on a laptop CPU, then loaded from the cache); its numbers are written beside the picture
 (learning_curves.json), since another CPU trains the same run to slightly different numbers. The
-attention and top-k pictures read the shipped BERT, checkpoints/bert-mlm-nsp.
+attention and top-k pictures read the shipped BERT, checkpoints/<SHIPPED>.
 """
 
 import dataclasses
@@ -28,6 +28,7 @@ from . import pretrained
 from .runs import course_run
 
 DPI = 100
+SHIPPED = "bert-mlm-nsp"  # the shipped BERT whose attention and guesses the pictures show
 
 # Real sentences of the corpus, chosen short enough to read in one line.
 SENTENCE = "The secondary literature on Aristotle is vast."  # "Aristotle"
@@ -69,8 +70,8 @@ class Course:
 
     @cached_property
     def shipped(self):
-        """The shipped BERT (checkpoints/bert-mlm-nsp), pretrained for minutes rather than seconds."""
-        return BertForPreTraining.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()
+        """The shipped BERT (checkpoints/<SHIPPED>), pretrained for hours rather than seconds."""
+        return BertForPreTraining.from_pretrained(pretrained.path(SHIPPED)).eval()
 
     @cached_property
     def attention(self):
@@ -193,7 +194,7 @@ def as_run(record):
 
 
 def top_k(course):
-    model = BertForMaskedLM.from_pretrained(pretrained.path("bert-mlm-nsp")).eval()  # its MLM half
+    model = BertForMaskedLM.from_pretrained(pretrained.path(SHIPPED)).eval()  # its MLM half
     candidates = model.fill_mask(course.tokenizer, FILL, top_k=8)
     return viz.plot_top_k(candidates, answer=["the", "africa"], panel_titles=[
         "... spoken predominantly in [MASK] Middle East ...", "... North Africa, the Horn of [MASK], ..."],
