@@ -35,9 +35,9 @@ RECIPES = {
     "bert-mlm": dict(objective="mlm", **MLM_RECIPE),
     "bert-mlm-sop": dict(objective="mlm+sop", **MLM_RECIPE),
     "bert-mini-mlm-nsp": dict(objective="mlm+nsp", **{**MLM_RECIPE, **MINI, "steps": 30_000}),
+    # a third of the tiny run's steps: what was left of the 16 one-thread CPU hours of the two mini runs
+    "bert-mini-clm": {**CLM_RECIPE, **MINI, "steps": 10_000},
 }
-# Trained after bert-mini-mlm-nsp (one long run at a time); it joins RECIPES when its first piece lands.
-NEXT = {"bert-mini-clm": {**CLM_RECIPE, **MINI, "steps": 20_000}}
 TASKS = {  # objective -> the pipeline tag of its card
     "mlm": "fill-mask", "mlm+nsp": "fill-mask", "mlm+sop": "fill-mask", "clm": "text-generation",
     "nsp": "text-classification", "sop": "text-classification",
@@ -46,7 +46,7 @@ TASKS = {  # objective -> the pipeline tag of its card
 
 def path(name):
     """The folder of a shipped checkpoint: checkpoints/<name> beside the package."""
-    if name not in RECIPES and name not in NEXT:
+    if name not in RECIPES:
         raise ValueError(f"no shipped checkpoint {name!r}; they are {', '.join(RECIPES)}")
     return os.path.join(CHECKPOINTS, name)
 
@@ -61,12 +61,12 @@ def tokenizer():
 def model_class_of(name):
     """The minibert class a shipped checkpoint was trained as (BertForPreTraining, BertForCausalLM, ...)."""
     from ..training.trainer import model_class
-    return model_class({**RECIPES, **NEXT}[name]["objective"])
+    return model_class(RECIPES[name]["objective"])
 
 
 def command(name, out=None, settings=None):
     """The command line that trains a checkpoint's run (from its recipe, or from the given settings)."""
-    settings = dict(settings or {**RECIPES, **NEXT}[name])
+    settings = dict(settings or RECIPES[name])
     if "tokenizer" in settings:  # a shipped checkpoint's name: its folder, from the repository's root
         settings["tokenizer"] = os.path.join("checkpoints", settings["tokenizer"])
     options = " ".join(f"--{k.replace('_', '-')} {v:g}" if isinstance(v, float) else f"--{k.replace('_', '-')} {v}"
@@ -395,9 +395,8 @@ def command_of(name, args, info):
     """The command that trained this run, with the options of its recipe (all of the run's settings
     that differ from the defaults, for a checkpoint outside RECIPES)."""
     from ..training.trainer import TrainArgs
-    recipes = {**RECIPES, **NEXT}
-    if name in recipes:
-        return command(name, settings={k: v if k == "tokenizer" else getattr(args, k) for k, v in recipes[name].items()})
+    if name in RECIPES:
+        return command(name, settings={k: v if k == "tokenizer" else getattr(args, k) for k, v in RECIPES[name].items()})
     keys = [f.name for f in dataclasses.fields(TrainArgs) if getattr(args, f.name) != f.default or f.name == "objective"]
     return command(name, settings={k: getattr(args, k) for k in keys})
 
@@ -455,7 +454,7 @@ def main(names, note=None):
         piece = not resume and os.path.isdir(shipped) and not read_exported(shipped).get("finished", True)
         print("$", command(name, run), "--resume" if resume else f"--continue-from {shipped}" if piece else "",
               flush=True)
-        recipe = dict({**RECIPES, **NEXT}[name])
+        recipe = dict(RECIPES[name])
         if "tokenizer" in recipe:  # another checkpoint's: every shipped checkpoint counts the same tokens
             from transformers import AutoTokenizer
             recipe["tokenizer"] = None if resume or piece else AutoTokenizer.from_pretrained(path(recipe["tokenizer"]))
@@ -474,9 +473,9 @@ if __name__ == "__main__":
     parser.add_argument("--table", action="store_true", help="print the README's table of the shipped checkpoints")
     parser.add_argument("--side-by-side", action="store_true", help="say in the cards that the runs shared the cores")
     a = parser.parse_args()
-    unknown = [name for name in a.names if name not in RECIPES and name not in NEXT]
+    unknown = [name for name in a.names if name not in RECIPES]
     if unknown:
-        parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join([*RECIPES, *NEXT])}")
+        parser.error(f"no shipped checkpoint {unknown[0]!r}; they are {', '.join(RECIPES)}")
     if a.table:
         print(table())
     else:
