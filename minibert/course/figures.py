@@ -28,7 +28,7 @@ from . import pretrained
 from .runs import course_run
 
 DPI = 100
-SHIPPED = "bert-mlm-nsp"  # the shipped BERT whose attention and guesses the pictures show
+SHIPPED = "bert-mini-mlm-nsp"  # the shipped BERT whose attention and guesses the pictures show
 
 # Real sentences of the corpus, chosen short enough to read in one line.
 SENTENCE = "The secondary literature on Aristotle is vast."  # "Aristotle"
@@ -147,14 +147,22 @@ def sop_pair(course):
     return viz.plot_nsp_example(course.tokenizer, pair_example(examples, 1), course.heldout_docs.titles, per_line=14)
 
 
+def previous_token_head(attentions):
+    """(layer, head) of the head that gives the previous token the largest mean share on this sentence:
+    the picture shows the sharpest pattern the model has, chosen by a rule rather than by eye."""
+    shares = torch.stack([a[0].diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1) for a in attentions])  # (layers, heads)
+    return divmod(int(shares.argmax()), shares.shape[1])
+
+
 def attention_head(course):
     attentions, tokens = course.attention
-    return viz.plot_attention(attentions, tokens, layer=0, head=1)
+    layer, head = previous_token_head(attentions)
+    return viz.plot_attention(attentions, tokens, layer=layer, head=head)
 
 
 def attention_grid(course):
     attentions, tokens = course.attention
-    return viz.plot_attention_heads(attentions, tokens, layer=1)
+    return viz.plot_attention_heads(attentions, tokens, layer=previous_token_head(attentions)[0])
 
 
 def attention_overview(course):
